@@ -1,0 +1,47 @@
+"""cubepy: write a GPU kernel once in Python; run it through Triton, WGSL or Numba.
+
+Example:
+    >>> import numpy as np, cubepy as cube
+    >>> @cube.kernel
+    ... def scale(x, out, n, s, BLOCK: cube.Comptime[int]):
+    ...     offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    ...     cube.store(out + offs, cube.load(x + offs, offs < n) * s, offs < n)
+"""
+
+from .errors import CompileError, CubeError, LaunchError, UnsupportedError
+from .ir.dtypes import (
+    DType,
+    bfloat16,
+    float16,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint32,
+)
+from .ir.dtypes import bool_ as bool  # noqa: A004 - the kernel language's name for it
+from .lang.builtins import *  # noqa: F403 - the kernel language's builtins
+from .lang.builtins import Comptime, Func, cdiv, func, static_range
+from .runtime import (
+    Kernel,
+    available_targets,
+    cuda_available,
+    kernel,
+    target_info,
+)
+
+int1 = bool
+i8, i16, i32, i64, u8, u32 = int8, int16, int32, int64, uint8, uint32
+f16, bf16, f32, f64 = float16, bfloat16, float32, float64
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompileError", "CubeError", "LaunchError", "UnsupportedError", "DType", "Comptime", "Func",
+    "Kernel", "available_targets", "cuda_available", "kernel", "func", "target_info", "cdiv",
+    "static_range", "bool", "int1", "int8", "int16", "int32", "int64", "uint8", "uint32",
+    "float16", "bfloat16", "float32", "float64",
+]

@@ -1,0 +1,67 @@
+"""The protocol every backend implements, and what a target says it supports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import UnsupportedError
+from ..ir import Function, Loc, walk
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What a target can run: dtype names, feature names and limits.
+
+    Example:
+        >>> cube.target_info("cpu").dtypes >= {"float32", "bfloat16"}  # doctest: +SKIP
+        True
+    """
+
+    name: str
+    dtypes: frozenset[str]
+    features: frozenset[str] = frozenset()
+    limits: dict[str, int] = field(default_factory=dict)
+    device: str = ""
+    atomic_dtypes: frozenset[str] = frozenset()
+
+
+class Compiled(Protocol):
+    """A kernel compiled for one target and one specialization."""
+
+    source: str
+
+    def launch(self, grid: tuple[int, int, int], args: list[Any]) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def info(self) -> TargetInfo: ...
+
+    def compile(self, fn: Function, options: dict[str, Any]) -> Compiled: ...
+
+
+def check_supported(fn: Function, info: TargetInfo) -> None:
+    """UnsupportedError at the first value whose dtype (or atomic) the target lacks."""
+    for arg, name in zip(fn.args, fn.arg_names):
+        if arg.type.dtype.name not in info.dtypes:
+            _refuse(info, arg.type.dtype.name, fn.loc, f"argument '{name}'")
+    for op in walk(fn.body):
+        for value in [*op.results, *op.operands]:
+            if value.type.dtype.name not in info.dtypes:
+                _refuse(info, value.type.dtype.name, op.loc or fn.loc, "this expression")
+        if op.op.value in ("atomic", "atomic_cas"):
+            dtype = op.operands[0].type.dtype.name
+            if dtype not in info.atomic_dtypes:
+                raise UnsupportedError(
+                    f"target '{info.name}' has no atomic operations on {dtype}"
+                    f"{f' ({info.device})' if info.device else ''}",
+                    op.loc, "use atomics on " + ", ".join(sorted(info.atomic_dtypes)))
+
+
+def _refuse(info: TargetInfo, dtype: str, loc: Loc | None, what: str) -> None:
+    device = f" ({info.device})" if info.device else ""
+    raise UnsupportedError(
+        f"target '{info.name}'{device} does not support {dtype} ({what})", loc,
+        f"use one of {', '.join(sorted(info.dtypes))}, or run on another target")

@@ -1,0 +1,246 @@
+"""Run-time helpers the generated CPU code calls, written once in the subset of Python that
+Numba compiles. ``jit_helpers`` compiles them; in debug mode they run as plain Python.
+
+Tiles are C-contiguous NumPy arrays. float16 and bfloat16 live in float32 registers and in
+uint16 storage; the conversions below round to nearest even, as the GPUs do.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# ---- memory ----
+
+
+def load_t(arr, offs, mask):
+    """Gather ``arr[offs]`` where ``mask`` (masked-off elements are 0)."""
+    out = np.zeros(offs.shape, arr.dtype)
+    o, m, r = offs.reshape(-1), mask.reshape(-1), out.reshape(-1)
+    for i in range(o.size):
+        if m[i]:
+            r[i] = arr[o[i]]
+    return out
+
+
+def load_t_nomask(arr, offs):
+    out = np.empty(offs.shape, arr.dtype)
+    o, r = offs.reshape(-1), out.reshape(-1)
+    for i in range(o.size):
+        r[i] = arr[o[i]]
+    return out
+
+
+def store_t(arr, offs, vals, mask):
+    o, v, m = offs.reshape(-1), vals.reshape(-1), mask.reshape(-1)
+    for i in range(o.size):
+        if m[i]:
+            arr[o[i]] = v[i]
+
+
+def store_t_nomask(arr, offs, vals):
+    o, v = offs.reshape(-1), vals.reshape(-1)
+    for i in range(o.size):
+        arr[o[i]] = v[i]
+
+
+def store_ts(arr, offs, val, mask):
+    o, m = offs.reshape(-1), mask.reshape(-1)
+    for i in range(o.size):
+        if m[i]:
+            arr[o[i]] = val
+
+
+# ---- reductions over the last axis of a 2-D (outer, n) array ----
+
+
+def rsum(x, dtype):
+    out = np.zeros(x.shape[0], dtype)
+    for i in range(x.shape[0]):
+        acc = out[i]
+        for j in range(x.shape[1]):
+            acc += x[i, j]
+        out[i] = acc
+    return out
+
+
+def rmax(x):
+    out = np.empty(x.shape[0], x.dtype)
+    for i in range(x.shape[0]):
+        acc = x[i, 0]
+        for j in range(1, x.shape[1]):
+            v = x[i, j]
+            if v > acc or v != v:
+                acc = v
+        out[i] = acc
+    return out
+
+
+def rmin(x):
+    out = np.empty(x.shape[0], x.dtype)
+    for i in range(x.shape[0]):
+        acc = x[i, 0]
+        for j in range(1, x.shape[1]):
+            v = x[i, j]
+            if v < acc or v != v:
+                acc = v
+        out[i] = acc
+    return out
+
+
+def rargmax(x):
+    out = np.empty(x.shape[0], np.int32)
+    for i in range(x.shape[0]):
+        best, at = x[i, 0], 0
+        for j in range(1, x.shape[1]):
+            if x[i, j] > best:
+                best, at = x[i, j], j
+        out[i] = at
+    return out
+
+
+def rargmin(x):
+    out = np.empty(x.shape[0], np.int32)
+    for i in range(x.shape[0]):
+        best, at = x[i, 0], 0
+        for j in range(1, x.shape[1]):
+            if x[i, j] < best:
+                best, at = x[i, j], j
+        out[i] = at
+    return out
+
+
+def rcumsum(x, dtype):
+    out = np.empty(x.shape, dtype)
+    for i in range(x.shape[0]):
+        acc = dtype(0)
+        for j in range(x.shape[1]):
+            acc += x[i, j]
+            out[i, j] = acc
+    return out
+
+
+def dot_int(a, b, acc):
+    out = acc.copy()
+    for i in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            aik = a[i, k]
+            for j in range(b.shape[1]):
+                out[i, j] += aik * b[k, j]
+    return out
+
+
+# ---- math NumPy lacks ----
+
+
+def erf_t(x):
+    out = np.empty_like(x)
+    xf, of = x.reshape(-1), out.reshape(-1)
+    for i in range(xf.size):
+        of[i] = math.erf(xf[i])
+    return out
+
+
+def erf_s(x):
+    return math.erf(x)
+
+
+# ---- float16 / bfloat16 storage (uint16) <-> float32 registers ----
+
+
+def bf16_to_f32_t(raw):
+    return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def f32_to_bf16_t(x):
+    bits = np.ascontiguousarray(x).view(np.uint32).reshape(-1)
+    out = np.empty(bits.size, np.uint16)
+    for i in range(bits.size):
+        b = bits[i]
+        if (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+            out[i] = np.uint16((b >> np.uint32(16)) | np.uint32(0x40))  # quiet NaN
+        else:
+            rounded = b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))
+            out[i] = np.uint16(rounded >> np.uint32(16))
+    return out.reshape(x.shape)
+
+
+def f16_bits_to_f32(h):
+    sign = -1.0 if h & 0x8000 else 1.0
+    exp = (h >> 10) & 0x1F
+    mant = h & 0x3FF
+    if exp == 0:
+        return sign * mant * 5.960464477539063e-08  # 2**-24
+    if exp == 31:
+        return sign * np.inf if mant == 0 else np.nan
+    return sign * (1.0 + mant / 1024.0) * 2.0 ** (exp - 15)
+
+
+def f32_to_f16_bits(f):
+    b = np.int64(np.array([f], np.float32).view(np.uint32)[0])
+    sign = (b >> 16) & 0x8000
+    absb = b & 0x7FFFFFFF
+    if absb >= 0x7F800000:
+        return sign | 0x7C00 | (0x200 if absb > 0x7F800000 else 0)
+    if absb >= 0x477FF000:  # rounds to at least 65520: infinity
+        return sign | 0x7C00
+    if absb < 0x38800000:  # below the smallest normal float16: subnormal or zero
+        return sign | np.int64(np.rint(abs(np.float64(f)) * 16777216.0))
+    h = (absb - 0x38000000) >> 13
+    rest = absb & 0x1FFF
+    if rest > 0x1000 or (rest == 0x1000 and (h & 1)):
+        h += 1
+    return sign | h
+
+
+def f16_to_f32_t(raw):
+    out = np.empty(raw.shape, np.float32)
+    r, o = raw.reshape(-1), out.reshape(-1)
+    for i in range(r.size):
+        o[i] = f16_bits_to_f32(np.int64(r[i]))
+    return out
+
+
+def f32_to_f16_t(x):
+    out = np.empty(x.shape, np.uint16)
+    xf, o = np.ascontiguousarray(x).reshape(-1), out.reshape(-1)
+    for i in range(xf.size):
+        o[i] = np.uint16(f32_to_f16_bits(xf[i]))
+    return out
+
+
+def round_f16_t(x):
+    return f16_to_f32_t(f32_to_f16_t(x))
+
+
+def round_bf16_t(x):
+    return bf16_to_f32_t(f32_to_bf16_t(x))
+
+
+def bf16_to_f32_s(raw):
+    return np.float32(bf16_to_f32_t(np.array([raw], np.uint16))[0])
+
+
+def f32_to_bf16_s(x):
+    return f32_to_bf16_t(np.array([x], np.float32))[0]
+
+
+def f16_to_f32_s(raw):
+    return np.float32(f16_bits_to_f32(np.int64(raw)))
+
+
+def f32_to_f16_s(x):
+    return np.uint16(f32_to_f16_bits(np.float32(x)))
+
+
+def round_f16_s(x):
+    return f16_to_f32_s(f32_to_f16_s(x))
+
+
+def round_bf16_s(x):
+    return bf16_to_f32_s(f32_to_bf16_s(x))
+
+
+NAMES = [name for name, obj in list(globals().items())
+         if callable(obj) and getattr(obj, "__module__", None) == __name__]

@@ -1,0 +1,55 @@
+"""The globals generated CPU modules run with: helpers compiled by Numba, or plain Python in
+debug mode (where ``prange`` is ``range`` and ``njit`` does nothing)."""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+from . import atomics, helpers
+
+NUMBA_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True}
+
+
+def _identity_njit(*args: Any, **kwargs: Any) -> Any:
+    if args and callable(args[0]):
+        return args[0]
+    return lambda fn: fn
+
+
+@functools.cache
+def _namespace(jit: bool) -> dict[str, Any]:
+    ns: dict[str, Any] = {}
+    if jit:
+        from numba import njit, prange
+
+        wrap = njit(**NUMBA_OPTIONS)
+        ns["njit"], ns["prange"] = njit, prange
+        rmw, cas = atomics.numba_rmw, atomics.numba_cas()
+        compile_closure = njit(error_model="numpy", nogil=True)
+    else:
+        wrap = _identity_njit
+        ns["njit"], ns["prange"] = _identity_njit, range
+        rmw, cas = atomics.py_rmw, atomics.py_cas
+        compile_closure = _identity_njit
+    # Helpers call one another: compiled, each must see the compiled others, so each is
+    # rebuilt over a globals dict that holds the compiled versions.
+    helper_globals = dict(vars(helpers))
+    for name in helpers.NAMES:
+        fn = getattr(helpers, name)
+        if jit:
+            fn = types.FunctionType(fn.__code__, helper_globals, name)
+        ns[name] = helper_globals[name] = wrap(fn)
+    for kind in atomics.OPS:
+        scalar = rmw(kind)
+        ns[f"atomic_{kind}_s"] = scalar
+        ns[f"atomic_{kind}_t"] = compile_closure(atomics.tile_rmw(scalar))
+    ns["atomic_cas_s"] = cas
+    ns["atomic_cas_t"] = compile_closure(atomics.tile_cas(cas))
+    return ns
+
+
+def install(module_globals: dict[str, Any], jit: bool) -> None:
+    """Put the helpers (and ``njit``/``prange``) into a generated module's globals."""
+    module_globals.update(_namespace(jit))

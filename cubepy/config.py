@@ -1,0 +1,93 @@
+"""Every environment variable cubepy reads, in one place.
+
+Each setting is read when first asked for (``settings()``), so tests can change the
+environment and call ``reload()``.
+
+| variable | type | default | meaning |
+| --- | --- | --- | --- |
+| ``CUBEPY_TARGET`` | str | (from the arrays) | default launch target: ``cpu``, ``cpu:debug``, ``triton``, ``wgsl`` |
+| ``CUBEPY_DEBUG`` | bool | 0 | run the ``cpu`` target's generated code without Numba, so ``print``, ``device_print`` and ``pdb`` work |
+| ``CUBEPY_CACHE_DIR`` | path | ``~/.cache/cubepy`` (``$XDG_CACHE_HOME/cubepy``) | generated source, Numba binaries, Triton cache, autotune results |
+| ``CUBEPY_VERIFY`` | bool | 0 | run the IR verifier after every pass |
+| ``CUBEPY_AUTOTUNE`` | bool | 1 | 0: skip benchmarking, use each kernel's heuristic default |
+| ``CUBEPY_WGPU_ADAPTER`` | str | (wgpu's choice) | part of the adapter summary to pick on ``wgsl`` (e.g. ``llvmpipe``, ``NVIDIA``) |
+| ``CUBEPY_TRITON_INTERPRET`` | bool | (1 when no GPU) | run the ``triton`` target on Triton's CPU interpreter |
+| ``CUBEPY_TRITON_AOT`` | list | (none) | comma-separated GPU targets (``cuda:90,hip:gfx942``) every new ``triton`` specialization is also compiled for ahead of time (CI uses it to check the GPU paths without a GPU) |
+
+Example:
+    >>> from cubepy import config
+    >>> config.settings().verify
+    False
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"{name}={raw!r}: expected 0 or 1")
+
+
+def _optional_flag(name: str) -> bool | None:
+    return _flag(name, False) if name in os.environ else None
+
+
+def _cache_dir() -> Path:
+    explicit = os.environ.get("CUBEPY_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cubepy"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The values of cubepy's environment variables (see the module docstring)."""
+
+    target: str | None
+    debug: bool
+    cache_dir: Path
+    verify: bool
+    autotune: bool
+    wgpu_adapter: str | None
+    triton_interpret: bool | None
+    triton_aot: tuple[str, ...]
+
+
+_settings: Settings | None = None
+
+
+def reload() -> Settings:
+    """Read the environment again (tests change it); returns the new settings."""
+    global _settings
+    _settings = Settings(
+        target=os.environ.get("CUBEPY_TARGET") or None,
+        debug=_flag("CUBEPY_DEBUG", False),
+        cache_dir=_cache_dir(),
+        verify=_flag("CUBEPY_VERIFY", False),
+        autotune=_flag("CUBEPY_AUTOTUNE", True),
+        wgpu_adapter=os.environ.get("CUBEPY_WGPU_ADAPTER") or None,
+        triton_interpret=_optional_flag("CUBEPY_TRITON_INTERPRET"),
+        triton_aot=tuple(t.strip() for t in os.environ.get("CUBEPY_TRITON_AOT", "").split(",")
+                         if t.strip()),
+    )
+    return _settings
+
+
+def settings() -> Settings:
+    """The current settings, read from the environment on first use."""
+    return _settings if _settings is not None else reload()

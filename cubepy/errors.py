@@ -1,0 +1,75 @@
+"""The errors a user can cause, each pointing at the user's source with a caret."""
+
+from __future__ import annotations
+
+import linecache
+import sys
+
+from .ir.core import Loc
+
+
+class CubeError(Exception):
+    """Base of every error cubepy raises because of how it was used."""
+
+
+class CompileError(CubeError):
+    """A kernel could not be compiled: the message names file:line:col, shows the line with a
+    caret under the offending code and says what to write instead.
+
+    Example:
+        >>> try:
+        ...     kernel[(1,)](x, BLOCK=100)  # doctest: +SKIP
+        ... except cube.CompileError as err:
+        ...     print(err.loc.line, err.hint)
+    """
+
+    def __init__(self, message: str, loc: Loc | None = None, hint: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        super().__init__(format_message(message, loc, hint))
+
+
+class UnsupportedError(CompileError):
+    """The chosen target lacks a dtype or feature the kernel needs."""
+
+
+class LaunchError(CubeError):
+    """A launch was given arguments that do not fit the kernel (count, dtype, device, grid)."""
+
+
+def source_excerpt(loc: Loc) -> str:
+    """The user's line and a caret line under the span ``loc`` covers."""
+    line = linecache.getline(loc.file, loc.line).rstrip("\n")
+    if not line:
+        return ""
+    stripped = line.lstrip()
+    indent = len(line) - len(stripped)
+    end = loc.end_col if loc.end_col and loc.end_col > loc.col else loc.col + 1
+    caret = " " * (loc.col - indent) + "^" * max(1, min(end, len(line)) - loc.col)
+    return f"    {stripped}\n    {caret}"
+
+
+def format_message(message: str, loc: Loc | None, hint: str | None) -> str:
+    parts = [f"{loc}: {message}" if loc else message]
+    if loc is not None:
+        excerpt = source_excerpt(loc)
+        if excerpt:
+            parts.append(excerpt)
+    if hint:
+        parts.append(f"hint: {hint}")
+    return "\n".join(parts)
+
+
+def caller_loc(depth: int = 2) -> Loc | None:
+    """The location of the code that called the function calling this one."""
+    frame = sys._getframe(depth)
+    code = frame.f_code
+    try:
+        positions = list(code.co_positions())[frame.f_lasti // 2]
+        line, _end_line, col, end_col = positions
+    except (AttributeError, IndexError):  # Python 3.10 has no co_positions
+        line, col, end_col = frame.f_lineno, 0, None
+    if line is None:
+        line = frame.f_lineno
+    return Loc(code.co_filename, line, col or 0, end_col)

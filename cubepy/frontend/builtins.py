@@ -1,0 +1,340 @@
+"""Lowering of each builtin call to IR. Arguments are bound against the stub's signature, so a
+wrong call gets Python's own message about it."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..ir import Op, Value
+from ..ir import dtypes as dt
+from ..ir.rules import RuleError, broadcast_shapes, dot_dtype
+from ..lang import builtins as B
+from .semantics import binary, common_dtype, is_value, materialize, math, to_bool, unify
+
+Lowering = Callable[..., Any]
+LOWERINGS: dict[str, Lowering] = {}
+MATH_OPS = {
+    "exp": Op.EXP, "exp2": Op.EXP2, "log": Op.LOG, "log2": Op.LOG2, "sqrt": Op.SQRT,
+    "rsqrt": Op.RSQRT, "sin": Op.SIN, "cos": Op.COS, "tanh": Op.TANH, "erf": Op.ERF,
+    "sigmoid": Op.SIGMOID,
+}
+
+
+def lowering(name: str) -> Callable[[Lowering], Lowering]:
+    def register(fn: Lowering) -> Lowering:
+        LOWERINGS[name] = fn
+        return fn
+    return register
+
+
+def call_builtin(ctx: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """Lower ``cube.<name>(*args, **kwargs)``; ``ctx`` is the function being built."""
+    stub = getattr(B, name)
+    try:
+        bound = inspect.signature(stub).bind(*args, **kwargs)
+    except TypeError as err:
+        raise RuleError(f"cube.{name}(): {err}",
+                        f"see help(cube.{name}) for its parameters") from None
+    bound.apply_defaults()
+    if name in MATH_OPS:
+        return math(ctx.b, MATH_OPS[name], bound.arguments["x"])
+    return LOWERINGS[name](ctx, **bound.arguments)
+
+
+def _axis(value: Any) -> int:
+    if not isinstance(value, int):
+        raise RuleError(f"axis must be a compile-time int, got {value!r}")
+    return value
+
+
+def _dtype(value: Any) -> dt.DType:
+    if isinstance(value, dt.DType):
+        return value
+    if isinstance(value, str):
+        return dt.from_name(value)
+    raise RuleError(f"expected a dtype such as cube.float32, got {value!r}")
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    if isinstance(value, int):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or not all(isinstance(d, int) for d in value):
+        raise RuleError(f"a tile shape must be a tuple of compile-time ints, got {value!r}",
+                        "use comptime parameters (cube.Comptime[int]) for tile sizes")
+    return tuple(value)
+
+
+@lowering("cube_pos")
+def _cube_pos(ctx: Any, axis: Any) -> Value:
+    axis = _axis(axis)
+    if axis not in (0, 1, 2):
+        raise RuleError(f"grid axis {axis} does not exist; the grid has axes 0, 1, 2")
+    return ctx.b.emit(Op.CUBE_POS, axis=axis)
+
+
+@lowering("cube_count")
+def _cube_count(ctx: Any, axis: Any) -> Value:
+    axis = _axis(axis)
+    if axis not in (0, 1, 2):
+        raise RuleError(f"grid axis {axis} does not exist; the grid has axes 0, 1, 2")
+    return ctx.b.emit(Op.CUBE_COUNT, axis=axis)
+
+
+@lowering("arange")
+def _arange(ctx: Any, start: Any, end: Any) -> Value:
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise RuleError("cube.arange() bounds must be compile-time ints",
+                        "make the size a cube.Comptime[int] parameter and add a run-time "
+                        "offset: `start + cube.arange(0, BLOCK)`")
+    return ctx.b.emit(Op.ARANGE, start=start, end=end)
+
+
+@lowering("zeros")
+def _zeros(ctx: Any, shape: Any, dtype: Any) -> Value:
+    return _full(ctx, shape, 0, dtype)
+
+
+@lowering("full")
+def _full(ctx: Any, shape: Any, value: Any, dtype: Any) -> Value:
+    scalar = materialize(ctx.b, value, _dtype(dtype))
+    if scalar.type.shape:
+        raise RuleError("cube.full() needs a scalar fill value")
+    return ctx.b.emit(Op.FULL, scalar, shape=_shape(shape))
+
+
+@lowering("load")
+def _load(ctx: Any, pointer: Any, mask: Any, other: Any) -> Value:
+    ptr = _pointer(pointer, "load")
+    operands = [ptr]
+    if mask is not None:
+        operands.append(materialize(ctx.b, mask, None, ptr.type.shape))
+    elif other is not None:
+        operands.append(materialize(ctx.b, True, dt.bool_))
+    if other is not None:
+        operands.append(materialize(ctx.b, other, ptr.type.dtype,
+                                    ptr.type.shape if is_value(other) else ()))
+    return ctx.b.emit(Op.LOAD, *operands)
+
+
+def _pointer(value: Any, what: str) -> Value:
+    if not is_value(value) or not value.type.is_ptr:
+        raise RuleError(f"cube.{what}() needs a pointer: an array argument plus offsets",
+                        f"write `cube.{what}(x + offsets, ...)` where `x` is an array argument")
+    return value
+
+
+def _stored(ctx: Any, ptr: Value, value: Any) -> Value:
+    shape = ptr.type.shape
+    if is_value(value):
+        if value.type.dtype != ptr.type.dtype:
+            dtype = ptr.type.dtype
+            if value.type.dtype.is_float and not dtype.is_float:
+                raise RuleError(
+                    f"storing {value.type.dtype.name} values into a {dtype.name} array",
+                    f"convert explicitly: `value.to(cube.{dtype.name})`")
+            value = ctx.b.cast(value, dtype)
+        return ctx.b.broadcast(value, shape) if value.type.shape else value
+    return materialize(ctx.b, value, ptr.type.dtype)
+
+
+@lowering("store")
+def _store(ctx: Any, pointer: Any, value: Any, mask: Any) -> None:
+    ptr = _pointer(pointer, "store")
+    operands = [ptr, _stored(ctx, ptr, value)]
+    if mask is not None:
+        operands.append(materialize(ctx.b, mask, None, ptr.type.shape))
+    ctx.b.create(Op.STORE, operands)
+
+
+def _atomic(kind: str) -> Lowering:
+    def lower(ctx: Any, pointer: Any, value: Any, mask: Any) -> Value:
+        ptr = _pointer(pointer, f"atomic_{kind}")
+        operands = [ptr, _stored(ctx, ptr, value)]
+        if mask is not None:
+            operands.append(materialize(ctx.b, mask, None, ptr.type.shape))
+        return ctx.b.emit(Op.ATOMIC, *operands, kind=kind)
+    return lower
+
+
+for _kind in ("add", "max", "min", "xchg"):
+    LOWERINGS[f"atomic_{_kind}"] = _atomic(_kind)
+
+
+@lowering("atomic_cas")
+def _atomic_cas(ctx: Any, pointer: Any, cmp: Any, value: Any) -> Value:
+    ptr = _pointer(pointer, "atomic_cas")
+    return ctx.b.emit(Op.ATOMIC_CAS, ptr, _stored(ctx, ptr, cmp), _stored(ctx, ptr, value))
+
+
+@lowering("abs")
+def _abs(ctx: Any, x: Any) -> Any:
+    return abs(x) if not is_value(x) else ctx.b.emit(Op.ABS, x)
+
+
+@lowering("floor")
+def _floor(ctx: Any, x: Any) -> Value:
+    value = materialize(ctx.b, x)
+    return ctx.b.emit(Op.FLOOR, ctx.b.cast(value, dt.math_dtype(value.type.dtype)))
+
+
+@lowering("ceil")
+def _ceil(ctx: Any, x: Any) -> Value:
+    value = materialize(ctx.b, x)
+    return ctx.b.emit(Op.CEIL, ctx.b.cast(value, dt.math_dtype(value.type.dtype)))
+
+
+@lowering("pow")
+def _pow(ctx: Any, x: Any, y: Any) -> Any:
+    return binary(ctx.b, Op.POW, x, y)
+
+
+@lowering("maximum")
+def _maximum(ctx: Any, x: Any, y: Any) -> Any:
+    return binary(ctx.b, Op.MAXIMUM, x, y)
+
+
+@lowering("minimum")
+def _minimum(ctx: Any, x: Any, y: Any) -> Any:
+    return binary(ctx.b, Op.MINIMUM, x, y)
+
+
+@lowering("fma")
+def _fma(ctx: Any, x: Any, y: Any, z: Any) -> Value:
+    operands = unify(ctx.b, [x, y, z])
+    dtype = dt.math_dtype(operands[0].type.dtype)
+    return ctx.b.emit(Op.FMA, *(ctx.b.cast(v, dtype) for v in operands))
+
+
+@lowering("where")
+def _where(ctx: Any, cond: Any, x: Any, y: Any) -> Value:
+    pointers = any(is_value(v) and v.type.is_ptr for v in (x, y))
+    dtype = None if pointers else common_dtype(x, y)
+    values = [to_bool(ctx.b, materialize(ctx.b, cond)), materialize(ctx.b, x, dtype),
+              materialize(ctx.b, y, dtype)]
+    return ctx.b.emit(Op.WHERE, *_broadcast_all(ctx, values))
+
+
+def _broadcast_all(ctx: Any, values: list[Value]) -> list[Value]:
+    shape: tuple[int, ...] = ()
+    for v in values:
+        shape = broadcast_shapes(shape, v.type.shape)
+    return [ctx.b.broadcast(v, shape) for v in values]
+
+
+@lowering("cast")
+def _cast(ctx: Any, x: Any, dtype: Any) -> Value:
+    return ctx.b.cast(materialize(ctx.b, x), _dtype(dtype))
+
+
+def _tile(x: Any, what: str) -> Value:
+    if not is_value(x) or not x.type.shape:
+        raise RuleError(f"cube.{what}() needs a tile, got {x!r}")
+    return x
+
+
+@lowering("reshape")
+def _reshape(ctx: Any, x: Any, shape: Any) -> Value:
+    return ctx.b.emit(Op.RESHAPE, _tile(x, "reshape"), shape=_shape(shape))
+
+
+@lowering("permute")
+def _permute(ctx: Any, x: Any, dims: Any) -> Value:
+    return ctx.b.emit(Op.PERMUTE, _tile(x, "permute"), dims=_shape(dims))
+
+
+@lowering("trans")
+def _trans(ctx: Any, x: Any) -> Value:
+    x = _tile(x, "trans")
+    if len(x.type.shape) != 2:
+        raise RuleError(f"cube.trans() needs a 2-D tile, got shape {x.type.shape}",
+                        "use cube.permute(x, dims) for other ranks")
+    return ctx.b.emit(Op.PERMUTE, x, dims=(1, 0))
+
+
+@lowering("expand_dims")
+def _expand_dims(ctx: Any, x: Any, axis: Any) -> Value:
+    return ctx.b.emit(Op.EXPAND_DIMS, materialize(ctx.b, x), axis=_axis(axis))
+
+
+@lowering("broadcast_to")
+def _broadcast_to(ctx: Any, x: Any, shape: Any) -> Value:
+    shape = _shape(shape)
+    value = materialize(ctx.b, x)
+    if not value.type.shape:
+        return ctx.b.emit(Op.FULL, value, shape=shape)
+    return ctx.b.broadcast(value, shape)
+
+
+def _reduce_axes(ctx: Any, x: Any, axis: Any, what: str) -> tuple[Value, int]:
+    """Normalize ``axis``; ``None`` flattens the tile so one axis-0 reduction gives a scalar."""
+    x = _tile(x, what)
+    if axis is None:
+        if len(x.type.shape) > 1:
+            x = ctx.b.emit(Op.RESHAPE, x, shape=(x.type.numel,))
+        return x, 0
+    axis = _axis(axis)
+    rank = len(x.type.shape)
+    if not -rank <= axis < rank:
+        raise RuleError(f"axis {axis} is out of range for a tile of shape {x.type.shape}")
+    return x, axis % rank
+
+
+def _reduction(kind: str) -> Lowering:
+    def lower(ctx: Any, x: Any, axis: Any) -> Value:
+        value, ax = _reduce_axes(ctx, x, axis, kind)
+        return ctx.b.emit(Op.REDUCE, value, kind=kind, axis=ax)
+    return lower
+
+
+def _argreduction(kind: str) -> Lowering:
+    def lower(ctx: Any, x: Any, axis: Any) -> Value:
+        value, ax = _reduce_axes(ctx, x, axis, kind)
+        return ctx.b.emit(Op.ARGREDUCE, value, kind=kind, axis=ax)
+    return lower
+
+
+for _kind in ("sum", "max", "min"):
+    LOWERINGS[_kind] = _reduction(_kind)
+for _kind in ("argmax", "argmin"):
+    LOWERINGS[_kind] = _argreduction(_kind)
+
+
+@lowering("cumsum")
+def _cumsum(ctx: Any, x: Any, axis: Any) -> Value:
+    value, ax = _reduce_axes(ctx, x, axis, "cumsum")
+    return ctx.b.emit(Op.SCAN, value, kind="cumsum", axis=ax)
+
+
+@lowering("dot")
+def _dot(ctx: Any, a: Any, b: Any, acc: Any) -> Value:
+    a, b = _tile(a, "dot"), _tile(b, "dot")
+    if len(a.type.shape) != 2 or len(b.type.shape) != 2:
+        raise RuleError(f"cube.dot() needs 2-D tiles, got {a.type.shape} and {b.type.shape}")
+    shape = (a.type.shape[0], b.type.shape[1])
+    if acc is None:
+        if a.type.dtype != b.type.dtype:
+            raise RuleError(f"cube.dot() of {a.type.dtype.name} and {b.type.dtype.name}",
+                            "cast both operands to one dtype")
+        acc = materialize(ctx.b, 0, dot_dtype(a.type.dtype), shape)
+    else:
+        acc = materialize(ctx.b, acc, None, shape if is_value(acc) else ())
+        if not acc.type.shape:
+            acc = ctx.b.emit(Op.FULL, acc, shape=shape)
+    return ctx.b.emit(Op.DOT, a, b, acc)
+
+
+@lowering("static_assert")
+def _static_assert(ctx: Any, cond: Any, msg: Any) -> None:
+    if is_value(cond):
+        raise RuleError("static_assert needs a compile-time condition",
+                        "assert on comptime parameters and shapes only")
+    if not cond:
+        raise RuleError(f"static_assert failed{': ' + str(msg) if msg else ''}")
+
+
+@lowering("device_print")
+def _device_print(ctx: Any, prefix: Any, values: tuple) -> None:
+    operands = [materialize(ctx.b, v) for v in values]
+    ctx.b.create(Op.PRINT, operands, {"prefix": str(prefix)})

@@ -1,0 +1,106 @@
+"""The one op enum of the IR, grouped by family.
+
+Each op's operands, attributes and result types are checked by ``cubepy.ir.rules``; the
+verifier re-runs those rules after each pass when ``CUBEPY_VERIFY=1``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Op(enum.Enum):
+    # values
+    CONST = "const"            # attrs: value
+    # grid
+    CUBE_POS = "cube_pos"      # attrs: axis
+    CUBE_COUNT = "cube_count"  # attrs: axis
+    # creation
+    ARANGE = "arange"          # attrs: start, end
+    FULL = "full"              # operands: scalar value; attrs: shape
+    # elementwise binary
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"                # true division, floating operands
+    FLOORDIV = "floordiv"      # integers: Python floor semantics
+    MOD = "mod"                # integers: Python floor semantics; floats: fmod with sign of b
+    POW = "pow"
+    MAXIMUM = "maximum"
+    MINIMUM = "minimum"
+    AND = "and"                # bitwise, or logical on bool
+    OR = "or"
+    XOR = "xor"
+    SHL = "shl"
+    SHR = "shr"                # arithmetic for signed, logical for unsigned
+    # comparisons (result bool)
+    EQ = "eq"
+    NE = "ne"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    # elementwise unary
+    NEG = "neg"
+    NOT = "not"                # bitwise invert, or logical not on bool
+    ABS = "abs"
+    EXP = "exp"
+    EXP2 = "exp2"
+    LOG = "log"
+    LOG2 = "log2"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    SIN = "sin"
+    COS = "cos"
+    TANH = "tanh"
+    ERF = "erf"
+    SIGMOID = "sigmoid"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    # elementwise ternary
+    FMA = "fma"
+    WHERE = "where"
+    CAST = "cast"              # attrs: dtype
+    # pointers and memory
+    PTR_ADD = "ptr_add"        # pointer + integer offsets
+    LOAD = "load"              # operands: ptr [, mask [, other]]
+    STORE = "store"            # operands: ptr, value [, mask]
+    ATOMIC = "atomic"          # attrs: kind (add|max|min|xchg); operands: ptr, value [, mask]
+    ATOMIC_CAS = "atomic_cas"  # operands: ptr, cmp, value
+    # layout
+    BROADCAST = "broadcast"    # attrs: shape
+    EXPAND_DIMS = "expand_dims"  # attrs: axis
+    RESHAPE = "reshape"        # attrs: shape
+    PERMUTE = "permute"        # attrs: dims
+    # reductions and scans
+    REDUCE = "reduce"          # attrs: kind (sum|max|min), axis
+    ARGREDUCE = "argreduce"    # attrs: kind (argmax|argmin), axis
+    SCAN = "scan"              # attrs: kind (cumsum), axis
+    DOT = "dot"                # operands: a, b, acc
+    # control flow (structured)
+    FOR = "for"                # operands: lb, ub, step, *inits; region: (iv, *carried)
+    WHILE = "while"            # operands: *inits; regions: cond(*carried), body(*carried)
+    IF = "if"                  # operands: cond; regions: then, else
+    YIELD = "yield"            # terminator of every region
+    # calls and debugging
+    CALL = "call"              # attrs: callee (Function); removed by the inline pass
+    PRINT = "print"            # attrs: prefix
+
+
+BINARY = frozenset({
+    Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW, Op.MAXIMUM, Op.MINIMUM,
+    Op.AND, Op.OR, Op.XOR, Op.SHL, Op.SHR,
+})
+COMPARE = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
+UNARY = frozenset({Op.NEG, Op.NOT, Op.ABS, Op.FLOOR, Op.CEIL})
+MATH = frozenset({
+    Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TANH, Op.ERF,
+    Op.SIGMOID,
+})
+ELEMENTWISE = BINARY | COMPARE | UNARY | MATH | {Op.FMA, Op.WHERE, Op.CAST, Op.PTR_ADD}
+LAYOUT = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
+CONTROL = frozenset({Op.FOR, Op.WHILE, Op.IF})
+# Ops with effects: never removed by DCE, never merged by CSE.
+SIDE_EFFECTS = frozenset({Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT, Op.CALL, Op.YIELD})
+# Ops whose result may differ between two evaluations with equal operands.
+NOT_PURE = SIDE_EFFECTS | CONTROL | {Op.LOAD}

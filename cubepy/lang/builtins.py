@@ -1,0 +1,302 @@
+"""The builtins of the kernel language.
+
+These functions only have meaning inside a ``@cube.kernel`` or ``@cube.func``: the frontend
+recognizes them by identity and lowers each to IR (``cubepy/frontend/builtins.py``). Called
+from ordinary Python they raise an error that asks whether ``@cube.kernel`` was forgotten.
+The exceptions are ``cdiv``, which also works on the host, and ``static_range``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ..errors import CubeError, caller_loc, format_message
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _builtin(fn: F) -> F:
+    @functools.wraps(fn)
+    def outside_kernel(*args: Any, **kwargs: Any) -> Any:
+        raise CubeError(format_message(
+            f"cube.{fn.__name__}() can only be called inside a kernel: "
+            "did you forget @cube.kernel (or @cube.func on a helper)?",
+            caller_loc(), "decorate the function that calls it with @cube.kernel",
+        ))
+
+    outside_kernel.__cube_builtin__ = fn.__name__  # type: ignore[attr-defined]
+    return outside_kernel  # type: ignore[return-value]
+
+
+def is_builtin(obj: object) -> str | None:
+    """The builtin's name if ``obj`` is one of the stubs below."""
+    return getattr(obj, "__cube_builtin__", None)
+
+
+class _ComptimeAlias:
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"cube.Comptime[{getattr(self.inner, '__name__', self.inner)}]"
+
+
+class Comptime:
+    """Marks a kernel parameter as compile-time: ``BLOCK: cube.Comptime[int]``.
+
+    Each distinct value compiles its own specialization; ``if`` on it is folded and
+    ``static_range`` over it is unrolled.
+
+    Example:
+        >>> @cube.kernel
+        ... def k(x, BLOCK: cube.Comptime[int]): ...  # doctest: +SKIP
+    """
+
+    def __class_getitem__(cls, inner: Any) -> _ComptimeAlias:
+        return _ComptimeAlias(inner)
+
+
+def is_comptime_annotation(annotation: Any) -> bool:
+    if isinstance(annotation, str):  # `from __future__ import annotations`
+        return "Comptime[" in annotation or annotation in ("Comptime", "cube.Comptime")
+    return isinstance(annotation, _ComptimeAlias) or annotation is Comptime
+
+
+class static_range:  # noqa: N801 - spelled like range on purpose
+    """A loop the compiler unrolls: ``for i in cube.static_range(4):`` (bounds comptime).
+
+    Example:
+        >>> list(cube.static_range(0, 8, 2))
+        [0, 2, 4, 6]
+    """
+
+    def __init__(self, start: int, stop: int | None = None, step: int = 1):
+        if stop is None:
+            start, stop = 0, start
+        self.range = range(start, stop, step)
+
+    def __iter__(self):
+        return iter(self.range)
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division, on the host and inside kernels: ``cdiv(1000, 256) == 4``."""
+    return -(-a // b)
+
+
+class Func:
+    """A helper decorated ``@cube.func``: inlined into the kernels that call it.
+
+    Example:
+        >>> @cube.func
+        ... def square(x):
+        ...     return x * x
+    """
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise CubeError(format_message(
+            f"@cube.func {self.fn.__name__}() can only be called from a kernel",
+            caller_loc(), "call it from a @cube.kernel, or call the undecorated function",
+        ))
+
+
+def func(fn: Callable[..., Any]) -> Func:
+    """Decorator for kernel helpers, inlined where they are called."""
+    return Func(fn)
+
+
+# ---- the builtins (signatures are the documentation; bodies never run) ----
+
+@_builtin
+def cube_pos(axis: int) -> Any:
+    """The index of this cube along grid ``axis`` (0, 1 or 2)."""
+
+
+@_builtin
+def cube_count(axis: int) -> Any:
+    """The number of cubes along grid ``axis``."""
+
+
+@_builtin
+def arange(start: int, end: int) -> Any:
+    """The int32 tile ``[start, end)``; ``end - start`` must be a power of two."""
+
+
+@_builtin
+def zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    """A tile of zeros."""
+
+
+@_builtin
+def full(shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
+    """A tile filled with ``value``."""
+
+
+@_builtin
+def load(pointer: Any, mask: Any = None, other: Any = None) -> Any:
+    """Load the elements ``pointer`` addresses; masked-off ones give ``other``."""
+
+
+@_builtin
+def store(pointer: Any, value: Any, mask: Any = None) -> None:
+    """Store ``value`` where ``mask`` is true."""
+
+
+@_builtin
+def atomic_add(pointer: Any, value: Any, mask: Any = None) -> Any:
+    """Atomically add; returns the old values."""
+
+
+@_builtin
+def atomic_max(pointer: Any, value: Any, mask: Any = None) -> Any:
+    """Atomic maximum; returns the old values."""
+
+
+@_builtin
+def atomic_min(pointer: Any, value: Any, mask: Any = None) -> Any:
+    """Atomic minimum; returns the old values."""
+
+
+@_builtin
+def atomic_xchg(pointer: Any, value: Any, mask: Any = None) -> Any:
+    """Atomic exchange; returns the old values."""
+
+
+@_builtin
+def atomic_cas(pointer: Any, cmp: Any, value: Any) -> Any:
+    """Compare-and-swap: store ``value`` where the old value equals ``cmp``; returns old."""
+
+
+def _math(name: str, doc: str) -> Callable[..., Any]:
+    def stub(x: Any) -> Any:
+        pass
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = doc
+    return _builtin(stub)
+
+
+exp = _math("exp", "e**x, elementwise.")
+exp2 = _math("exp2", "2**x, elementwise.")
+log = _math("log", "Natural logarithm.")
+log2 = _math("log2", "Base-2 logarithm.")
+sqrt = _math("sqrt", "Square root.")
+rsqrt = _math("rsqrt", "1 / sqrt(x).")
+sin = _math("sin", "Sine.")
+cos = _math("cos", "Cosine.")
+tanh = _math("tanh", "Hyperbolic tangent.")
+erf = _math("erf", "The error function.")
+sigmoid = _math("sigmoid", "1 / (1 + exp(-x)).")
+abs = _math("abs", "Absolute value.")  # noqa: A001 - the kernel language's name
+floor = _math("floor", "Round down.")
+ceil = _math("ceil", "Round up.")
+
+
+@_builtin
+def pow(x: Any, y: Any) -> Any:  # noqa: A001
+    """x ** y on floats."""
+
+
+@_builtin
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum."""
+
+
+@_builtin
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum."""
+
+
+@_builtin
+def fma(x: Any, y: Any, z: Any) -> Any:
+    """x * y + z."""
+
+
+@_builtin
+def where(cond: Any, x: Any, y: Any) -> Any:
+    """``x`` where ``cond`` else ``y``, broadcast."""
+
+
+@_builtin
+def cast(x: Any, dtype: Any) -> Any:
+    """``x`` converted to ``dtype`` (same as ``x.to(dtype)``)."""
+
+
+@_builtin
+def reshape(x: Any, shape: tuple[int, ...]) -> Any:
+    """The same elements in row-major order with a new shape."""
+
+
+@_builtin
+def permute(x: Any, dims: tuple[int, ...]) -> Any:
+    """Axes reordered: result axis i is input axis ``dims[i]``."""
+
+
+@_builtin
+def trans(x: Any) -> Any:
+    """Transpose of a 2-D tile."""
+
+
+@_builtin
+def expand_dims(x: Any, axis: int) -> Any:
+    """Insert a size-1 axis."""
+
+
+@_builtin
+def broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+    """Broadcast to ``shape`` (NumPy rules)."""
+
+
+@_builtin
+def sum(x: Any, axis: int | None = None) -> Any:  # noqa: A001
+    """Sum along ``axis`` (all axes when None)."""
+
+
+@_builtin
+def max(x: Any, axis: int | None = None) -> Any:  # noqa: A001
+    """Maximum along ``axis`` (all axes when None)."""
+
+
+@_builtin
+def min(x: Any, axis: int | None = None) -> Any:  # noqa: A001
+    """Minimum along ``axis`` (all axes when None)."""
+
+
+@_builtin
+def argmax(x: Any, axis: int) -> Any:
+    """Index of the first maximum along ``axis`` (int32)."""
+
+
+@_builtin
+def argmin(x: Any, axis: int) -> Any:
+    """Index of the first minimum along ``axis`` (int32)."""
+
+
+@_builtin
+def cumsum(x: Any, axis: int = 0) -> Any:
+    """Inclusive cumulative sum along ``axis``."""
+
+
+@_builtin
+def dot(a: Any, b: Any, acc: Any = None) -> Any:
+    """Matrix product of 2-D tiles, plus ``acc`` when given."""
+
+
+@_builtin
+def static_assert(cond: Any, msg: str = "") -> None:
+    """A compile-time assertion on comptime values."""
+
+
+@_builtin
+def device_print(prefix: str, *values: Any) -> None:
+    """Print from inside a kernel (each cube prints)."""
+
+
+program_id = cube_pos
+num_programs = cube_count

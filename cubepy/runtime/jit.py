@@ -1,0 +1,161 @@
+"""``@cube.kernel``: binding launch arguments, specializing, caching and launching."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from .. import config
+from ..errors import CompileError, CubeError, LaunchError
+from ..frontend import build_kernel
+from ..ir import Function, Type, print_function
+from ..lang.builtins import is_comptime_annotation
+from ..passes import optimize
+from .args import ArgSpec, classify, target_for
+from .targets import get_backend
+
+OPTIONS = ("target", "num_warps", "num_stages")
+
+
+class Kernel:
+    """A kernel: launch with ``kernel[grid](*args, **comptime)``.
+
+    Example:
+        >>> @cube.kernel
+        ... def add(x, y, out, n, BLOCK: cube.Comptime[int]):
+        ...     offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+        ...     m = offs < n
+        ...     cube.store(out + offs, cube.load(x + offs, m) + cube.load(y + offs, m), m)
+        >>> add[(cube.cdiv(n, 256),)](x, y, out, n, BLOCK=256)  # doctest: +SKIP
+    """
+
+    __cube_kernel__ = True
+
+    def __init__(self, fn: Callable[..., Any]):
+        self.fn = fn
+        self.signature = inspect.signature(fn)
+        self.comptime = {name for name, p in self.signature.parameters.items()
+                         if is_comptime_annotation(p.annotation)}
+        self._compiled: dict[Any, Any] = {}
+        functools.update_wrapper(self, fn)
+
+    def __repr__(self) -> str:
+        return f"<cube.kernel {self.fn.__qualname__}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        raise CubeError(f"launch {self.fn.__name__} with a grid: "
+                        f"{self.fn.__name__}[(cubes,)](...)")
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        def launch(*args: Any, **kwargs: Any) -> None:
+            self.launch(grid, args, kwargs)
+        return launch
+
+    # ---- binding ----
+
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, Any], dict[str, Any]]:
+        options = {k: kwargs.pop(k) for k in OPTIONS if k in kwargs}
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            missing = [n for n in self.comptime if n not in kwargs
+                       and list(self.signature.parameters).index(n) >= len(args)]
+            extra = f"; comptime parameters to pass by keyword: {', '.join(missing)}" \
+                if missing else ""
+            raise LaunchError(f"{self.fn.__name__}(): {err}{extra}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments), options
+
+    def _specialize(self, bound: dict[str, Any], target: str | None
+                    ) -> tuple[str, list[tuple[str, Any]], dict[str, ArgSpec]]:
+        specs = {name: classify(value, name) for name, value in bound.items()
+                 if name not in self.comptime}
+        if target is None:
+            target = target_for(specs) or config.settings().target or "cpu"
+        if target == "cpu" and config.settings().debug:
+            target = "cpu:debug"
+        params: list[tuple[str, Any]] = []
+        index = 0
+        for name, value in bound.items():
+            if name in self.comptime:
+                params.append((name, value))
+                continue
+            spec = specs[name]
+            params.append((name, Type(spec.dtype, (), index if spec.kind == "array" else None)))
+            index += 1
+        return target, params, specs
+
+    def _key(self, target: str, params: list[tuple[str, Any]], backend: Any,
+             options: dict[str, Any]) -> Any:
+        return (target, backend.device_key(),
+                tuple((n, p if isinstance(p, Type) else ("comptime", _hashable(p)))
+                      for n, p in params),
+                tuple(sorted((k, v) for k, v in options.items() if k != "target")))
+
+    def build(self, params: list[tuple[str, Any]]) -> Function:
+        """The optimized IR for these parameters (names paired with Types or comptime values)."""
+        return optimize(build_kernel(self.fn, params))
+
+    def compiled(self, args: tuple, kwargs: dict) -> tuple[Any, dict[str, Any], dict]:
+        bound, options = self._bind(args, dict(kwargs))
+        target, params, _specs = self._specialize(bound, options.get("target"))
+        backend = get_backend(target)
+        key = self._key(target, params, backend, options)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = backend.compile(self.build(params), options)
+            self._compiled[key] = compiled
+        return compiled, bound, options
+
+    # ---- public ----
+
+    def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
+        try:
+            compiled, bound, _ = self.compiled(args, kwargs)
+        except CompileError as err:
+            raise err.with_traceback(None) from None
+        meta = {name: bound[name] for name in self.comptime}
+        runtime_args = [v for n, v in bound.items() if n not in self.comptime]
+        compiled.launch(normalize_grid(grid, meta, self.fn.__name__), runtime_args)
+
+    def source(self, target: str, *args: Any, **kwargs: Any) -> str:
+        """The generated source for ``target`` (``"cpu"``, ``"triton"``, ``"wgsl"``)."""
+        compiled, _, _ = self.compiled(args, {**kwargs, "target": target})
+        return compiled.source
+
+    def ir(self, *args: Any, **kwargs: Any) -> str:
+        """The optimized IR of this specialization, as text."""
+        bound, options = self._bind(args, dict(kwargs))
+        _, params, _ = self._specialize(bound, options.get("target") or "cpu")
+        return print_function(self.build(params))
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return (type(value).__name__, value)
+    except TypeError:
+        return ("repr", repr(value))
+
+
+def normalize_grid(grid: Any, meta: dict[str, Any], name: str) -> tuple[int, int, int]:
+    """A grid as three non-negative ints (a callable grid is called with the comptime dict)."""
+    if callable(grid):
+        grid = grid(meta)
+    if isinstance(grid, int):
+        grid = (grid,)
+    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
+        raise LaunchError(f"{name}: the grid must be a tuple of 1 to 3 ints, got {grid!r}")
+    dims = []
+    for g in grid:
+        if isinstance(g, bool) or not hasattr(g, "__index__") or int(g) < 0:
+            raise LaunchError(f"{name}: grid sizes must be non-negative ints, got {grid!r}")
+        dims.append(int(g))
+    return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+
+
+def kernel(fn: Callable[..., Any]) -> Kernel:
+    """Decorator: compile ``fn`` as a cubepy kernel (see ``Kernel``)."""
+    return Kernel(fn)
