@@ -8,6 +8,7 @@ Example:
     ...     cube.store(out + offs, cube.load(x + offs, offs < n) * s, offs < n)
 """
 
+from .autotune import Config, autotune
 from .errors import CompileError, CubeError, LaunchError, UnsupportedError
 from .ir.dtypes import (
     DType,
@@ -43,5 +44,5 @@ __all__ = [
     "CompileError", "CubeError", "LaunchError", "UnsupportedError", "DType", "Comptime", "Func",
     "Kernel", "available_targets", "cuda_available", "kernel", "func", "target_info", "cdiv",
     "static_range", "bool", "int1", "int8", "int16", "int32", "int64", "uint8", "uint32",
-    "float16", "bfloat16", "float32", "float64",
+    "float16", "bfloat16", "float32", "float64", "Config", "autotune",
 ]

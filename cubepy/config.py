@@ -3,16 +3,21 @@
 Each setting is read when first asked for (``settings()``), so tests can change the
 environment and call ``reload()``.
 
-| variable | type | default | meaning |
-| --- | --- | --- | --- |
-| ``CUBEPY_TARGET`` | str | (from the arrays) | default launch target: ``cpu``, ``cpu:debug``, ``triton``, ``wgsl`` |
-| ``CUBEPY_DEBUG`` | bool | 0 | run the ``cpu`` target's generated code without Numba, so ``print``, ``device_print`` and ``pdb`` work |
-| ``CUBEPY_CACHE_DIR`` | path | ``~/.cache/cubepy`` (``$XDG_CACHE_HOME/cubepy``) | generated source, Numba binaries, Triton cache, autotune results |
-| ``CUBEPY_VERIFY`` | bool | 0 | run the IR verifier after every pass |
-| ``CUBEPY_AUTOTUNE`` | bool | 1 | 0: skip benchmarking, use each kernel's heuristic default |
-| ``CUBEPY_WGPU_ADAPTER`` | str | (wgpu's choice) | part of the adapter summary to pick on ``wgsl`` (e.g. ``llvmpipe``, ``NVIDIA``) |
-| ``CUBEPY_TRITON_INTERPRET`` | bool | (1 when no GPU) | run the ``triton`` target on Triton's CPU interpreter |
-| ``CUBEPY_TRITON_AOT`` | list | (none) | comma-separated GPU targets (``cuda:90,hip:gfx942``) every new ``triton`` specialization is also compiled for ahead of time (CI uses it to check the GPU paths without a GPU) |
+- ``CUBEPY_TARGET`` (str, default: from the arrays): default launch target, one of ``cpu``,
+  ``cpu:debug``, ``triton``, ``wgsl``.
+- ``CUBEPY_DEBUG`` (bool, 0): run the ``cpu`` target's generated code without Numba, so
+  ``print``, ``device_print`` and ``pdb`` work inside kernels.
+- ``CUBEPY_CACHE_DIR`` (path, ``$XDG_CACHE_HOME/cubepy`` or ``~/.cache/cubepy``): generated
+  source, Numba binaries, the Triton cache and autotune results.
+- ``CUBEPY_VERIFY`` (bool, 0): run the IR verifier after every pass.
+- ``CUBEPY_AUTOTUNE`` (bool, 1): 0 skips benchmarking; each kernel's heuristic default is used.
+- ``CUBEPY_WGPU_ADAPTER`` (str, wgpu's choice): part of the adapter summary to pick on
+  ``wgsl`` (e.g. ``llvmpipe``, ``NVIDIA``).
+- ``CUBEPY_TRITON_INTERPRET`` (bool, 1 when there is no GPU): run the ``triton`` target on
+  Triton's CPU interpreter.
+- ``CUBEPY_TRITON_AOT`` (comma-separated list, empty): GPU targets (``cuda:90,hip:gfx942``)
+  every new ``triton`` specialization is also compiled for ahead of time; CI uses it to check
+  the GPU paths without a GPU.
 
 Example:
     >>> from cubepy import config

@@ -63,7 +63,7 @@ def matmul(a, b, c, M, N, K, BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime
 # The CPU target runs full-size problems in well under a second; the others (an interpreter,
 # lavapipe) are for showing portability, so they get small ones.
 SIZES = {
-    "cpu": {"gelu": 1 << 22, "softmax": (4096, 1000), "matmul": (1000, 1000, 1000)},
+    "cpu": {"gelu": 1 << 22, "softmax": (4096, 1000), "matmul": (700, 600, 500)},
     "small": {"gelu": 1 << 16, "softmax": (256, 1000), "matmul": (200, 300, 150)},
 }
 

@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 
@@ -19,6 +20,11 @@ import pytest
 import cubepy as cube
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
+
+try:
+    from scipy.special import erf as erf_ref
+except ImportError:  # the GPU test machine has no SciPy; math.erf is correctly rounded enough
+    erf_ref = np.vectorize(math.erf, otypes=[np.float64])
 
 SIGNED_INT_DTYPES = ("int8", "int16", "int32", "int64")
 UNSIGNED_INT_DTYPES = ("uint8", "uint32")
@@ -132,8 +138,10 @@ def assert_close(
         np.testing.assert_array_equal(actual, expected.astype(actual.dtype))
 
 
-def _supported_names(target: str) -> set[str]:
-    names = {str(getattr(d, "name", d)) for d in cube.target_info(target).dtypes}
+def _supported_names(target: str, atomic: bool = False) -> set[str]:
+    info = cube.target_info(target)
+    dtypes = getattr(info, "atomic_dtypes", info.dtypes) if atomic else info.dtypes
+    names = {str(getattr(d, "name", d)) for d in dtypes}
     if "int1" in names:
         names.add("bool")
     return names
@@ -143,12 +151,20 @@ def target_supports(target: str, dtypes: Iterable) -> bool:
     return all(dtype_name(d) in _supported_names(target) for d in dtypes)
 
 
-def run_or_expect_unsupported(target: str, dtypes: Iterable, launch: Callable[[], object]) -> bool:
-    """Run `launch` when `target` supports every dtype and return True. Otherwise assert that the
-    launch raises cubepy.UnsupportedError naming the target and an unsupported dtype, and return
-    False (the caller then checks nothing more)."""
+def run_or_expect_unsupported(
+    target: str, dtypes: Iterable, launch: Callable[[], object], atomic_dtypes: Iterable = ()
+) -> bool:
+    """Run `launch` when `target` supports every dtype (and atomics on every one of
+    `atomic_dtypes`) and return True. Otherwise assert that the launch raises
+    cubepy.UnsupportedError naming the target and an unsupported dtype, and return False (the
+    caller then checks nothing more)."""
     names = [dtype_name(d) for d in dtypes]
     missing = [n for n in names if n not in _supported_names(target)]
+    missing += [
+        dtype_name(d)
+        for d in atomic_dtypes
+        if dtype_name(d) not in _supported_names(target, atomic=True)
+    ]
     if not missing:
         launch()
         return True

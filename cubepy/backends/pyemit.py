@@ -49,6 +49,10 @@ class PyEmitter:
             self.names[value.id] = self.fresh(value.name)
         return self.names[value.id]
 
+    def ref(self, value: Value) -> str:
+        """How generated code refers to ``value`` (a backend may inline expressions)."""
+        return self.name(value)
+
     def alias(self, value: Value, name: str) -> None:
         self.names[value.id] = name
 
@@ -81,7 +85,7 @@ class PyEmitter:
         term = block.terminator
         if term is None or not targets:
             return
-        values = [self.name(v) for v in term.operands]
+        values = [self.ref(v) for v in term.operands]
         pairs = [(t, v) for t, v in zip(targets, values) if t != v]
         if pairs:
             self.line(", ".join(t for t, _ in pairs) + " = " + ", ".join(v for _, v in pairs))
@@ -99,12 +103,12 @@ class PyEmitter:
         (body,) = op.regions
         carried = self.carried_names(op)
         for name, init in zip(carried, inits):
-            self.line(f"{name} = {self.name(init)}")
+            self.line(f"{name} = {self.ref(init)}")
         for arg, name in zip(body.args[1:], carried):
             self.alias(arg, name)
         iv = body.args[0]
-        self.line(f"for {self.loop_index(iv)} in range({self.name(lb)}, {self.name(ub)}, "
-                  f"{self.name(step)}):")
+        self.line(f"for {self.loop_index(iv)} in range({self.ref(lb)}, {self.ref(ub)}, "
+                  f"{self.ref(step)}):")
         self.depth += 1
         self.index_prologue(iv)
         self.block(body)
@@ -123,7 +127,7 @@ class PyEmitter:
         cond_block, body = op.regions
         carried = self.carried_names(op)
         for name, init in zip(carried, op.operands):
-            self.line(f"{name} = {self.name(init)}")
+            self.line(f"{name} = {self.ref(init)}")
         for region in (cond_block, body):
             for arg, name in zip(region.args, carried):
                 self.alias(arg, name)
@@ -131,19 +135,19 @@ class PyEmitter:
         # Emitted twice (before the loop and at the end of the body): no `break` needed,
         # which Triton's frontend would refuse.
         self.block(cond_block)
-        self.line(f"{flag} = {self.name(cond_block.terminator.operands[0])}")
+        self.line(f"{flag} = {self.ref(cond_block.terminator.operands[0])}")
         self.line(f"while {flag}:")
         self.depth += 1
         self.block(body)
         self.assign_yield(body, carried)
         self.block(cond_block)
-        self.line(f"{flag} = {self.name(cond_block.terminator.operands[0])}")
+        self.line(f"{flag} = {self.ref(cond_block.terminator.operands[0])}")
         self.depth -= 1
 
     def emit_if(self, op: Operation) -> None:
         then_block, else_block = op.regions
         results = self.carried_names(op)
-        self.line(f"if {self.name(op.operands[0])}:")
+        self.line(f"if {self.ref(op.operands[0])}:")
         for branch_index, region in enumerate((then_block, else_block)):
             if branch_index:
                 self.line("else:")

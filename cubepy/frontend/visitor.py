@@ -57,6 +57,16 @@ UNSUPPORTED_HINTS = {
     "NamedExpr": "assign on its own line",
     "ClassDef": "define classes outside kernels",
 }
+CONSTRUCT_NAMES = {
+    "ListComp": "a list comprehension", "GeneratorExp": "a generator expression",
+    "DictComp": "a dict comprehension", "SetComp": "a set comprehension",
+    "Try": "`try`", "With": "`with`", "Lambda": "a lambda", "FunctionDef": "a nested def",
+    "Break": "`break`", "Continue": "`continue`", "Raise": "`raise`", "Global": "`global`",
+    "Nonlocal": "`nonlocal`", "Import": "`import`", "ImportFrom": "`import`",
+    "Delete": "`del`", "Yield": "`yield`", "Await": "`await`", "Match": "`match`",
+    "Starred": "`*` unpacking", "Dict": "a dict", "Set": "a set", "JoinedStr": "an f-string",
+    "NamedExpr": "`:=`", "ClassDef": "a class definition",
+}
 PY_BUILTINS_ALLOWED = {"range", "min", "max", "abs", "int", "float", "bool", "len", "print",
                        "isinstance", "tuple", "list", "zip", "enumerate", "str"}
 
@@ -140,7 +150,8 @@ class FunctionBuilder(ast.NodeVisitor):
     def generic_visit(self, node: ast.AST) -> Any:
         kind = type(node).__name__
         hint = UNSUPPORTED_HINTS.get(kind, "see docs/language.md for what kernels can contain")
-        self.error(node, f"{kind} is not supported inside a kernel", hint)
+        what = CONSTRUCT_NAMES.get(kind, f"`{kind}`")
+        self.error(node, f"{what} is not supported inside a kernel", hint)
 
     # ---- statements ----
 

@@ -100,7 +100,8 @@ def from_name(name: str) -> DType:
     try:
         return BY_NAME[name]
     except KeyError:
-        raise TypeError(f"unknown dtype {name!r}; cubepy has {', '.join(d.name for d in ALL)}") from None
+        names = ", ".join(d.name for d in ALL)
+        raise TypeError(f"unknown dtype {name!r}; cubepy has {names}") from None
 
 
 def from_numpy(dtype: np.dtype) -> DType:

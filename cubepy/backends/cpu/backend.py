@@ -6,6 +6,7 @@ as plain Python, cube after cube, so ``print``, ``device_print`` and ``pdb`` wor
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -19,7 +20,7 @@ import numpy as np
 
 from ... import config
 from ...errors import LaunchError
-from ...ir import Function
+from ...ir import Function, Op, walk
 from ...ir import dtypes as dt
 from ..base import TargetInfo, check_supported
 from ..hostarrays import host_view
@@ -69,6 +70,7 @@ class CpuKernel:
         self.path = _write_module(self.source, debug)
         module = _import(self.path)
         self.grid_fn = getattr(module, f"{fn.name}_grid")
+        self.has_dot = any(op.op is Op.DOT for op in walk(fn.body))
 
     def launch(self, grid: tuple[int, int, int], args: list[Any]) -> None:
         if grid[0] * grid[1] * grid[2] == 0:
@@ -82,10 +84,23 @@ class CpuKernel:
                 converted.append(host_view(arg, name))
             else:
                 converted.append(np.dtype(_register_dtype(value.type.dtype)).type(arg))
-        run_grid(self.grid_fn, grid, converted, parallel=not self.debug)
+        if self.has_dot and not self.debug:
+            # each cube's dot calls BLAS; cubes already run on every core, so BLAS's own
+            # threads would oversubscribe them (measured 6-9x slower on 2 cores)
+            with _blas_controller().limit(limits=1, user_api="blas"):
+                run_grid(self.grid_fn, grid, converted, parallel=True)
+        else:
+            run_grid(self.grid_fn, grid, converted, parallel=not self.debug)
 
 
 _pool: ThreadPoolExecutor | None = None
+
+
+@functools.cache
+def _blas_controller() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 
 
 def _threads() -> int:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 
-from ...ir import Function, Op, Operation, Value
+from ...ir import Block, Function, Op, Operation, Value, walk
+from ...ir.ops import NOT_PURE
 from ...ir import dtypes as dt
 from ...ir.rules import reduce_dtype
 from ..pyemit import PyEmitter
+from .affine import AffineAnalysis, row_access
 
 HALF = ("float16", "bfloat16")
 BINARY_PY = {
@@ -60,22 +62,101 @@ def _is_zero(value: Value) -> bool:
                  and math.copysign(1.0, owner.attrs["value"]) < 0)
 
 
+def _rowwise_operands(op: Operation, affine: AffineAnalysis) -> list[Value] | None:
+    """The operands a row-wise load/store still reads (None: not row-wise)."""
+    if op.op not in (Op.LOAD, Op.STORE) or op.operands[0].type.is_scalar:
+        return None
+    if row_access(affine, op.operands[0]) is None:
+        return None
+    return op.operands[1:]
+
+
+def needed_values(fn: Function, affine: AffineAnalysis) -> set[int]:
+    """Values the generated code must compute: what effects, control flow and row-wise
+    accesses (through their mask, value and the scalars of their affine form) read."""
+    ops = list(walk(fn.body))
+    producers = {r.id: op for op in ops for r in op.results}
+    values = {v.id: v for op in ops for v in op.results}
+
+    def reads(op: Operation) -> list[Value]:
+        rowwise = _rowwise_operands(op, affine)
+        if rowwise is None:
+            return op.operands
+        form = affine.forms[op.operands[0].id]
+        ids = set(form.base[1])
+        for stride in form.strides:
+            if not isinstance(stride, int):
+                ids |= stride[1]
+        return rowwise + [values[i] for i in ids if i in values]
+
+    needed: set[int] = set()
+    work = [v for op in ops if op.op in NOT_PURE for v in reads(op)]
+    while work:
+        value = work.pop()
+        if value.id in needed:
+            continue
+        needed.add(value.id)
+        producer = producers.get(value.id)
+        if producer is not None:
+            work.extend(reads(producer))
+    return needed
+
+
+def single_uses(fn: Function) -> set[int]:
+    """Values used exactly once, by an op of the block that defines them."""
+    uses: dict[int, int] = {}
+    same_block: set[int] = set()
+
+    def visit(block: Block) -> None:
+        defined = {r.id for op in block.ops for r in op.results}
+        for op in block.ops:
+            for v in op.operands:
+                uses[v.id] = uses.get(v.id, 0) + 1
+                if v.id in defined:
+                    same_block.add(v.id)
+            for region in op.regions:
+                visit(region)
+
+    visit(fn.body)
+    return {i for i in same_block if uses[i] == 1}
+
+
 class CpuEmitter(PyEmitter):
-    """Renders one kernel as ``<name>_body`` (one cube) and ``<name>_grid`` (all cubes)."""
+    """Renders one kernel as ``<name>_body`` (one cube) and ``<name>_grid`` (all cubes).
+
+    A tile computed elementwise and used once, in the same block, is not given a variable:
+    its expression is written into its user's, so Numba fuses the chain into one loop with
+    no temporary arrays (DESIGN: elementwise chains are computed where they are used).
+    """
 
     def __init__(self, fn: Function):
         super().__init__(fn)
         self.arg_names = [self.fresh("a_" + n) for n in fn.arg_names]
         for value, name in zip(fn.args, self.arg_names):
             self.alias(value, name)
+        self.inlinable = single_uses(fn)
+        self.deferred: dict[int, str] = {}
+        self.affine = AffineAnalysis(fn, self.name)
+        self.needed = needed_values(fn, self.affine)
 
     def n(self, v: Value) -> str:
-        return self.name(v)
+        return self.deferred.get(v.id) or self.name(v)
+
+    ref = n
+
+    def loop_index(self, iv: Value) -> str:
+        return self.name(iv) + "_raw"
+
+    def index_prologue(self, iv: Value) -> None:
+        self.line(f"{self.name(iv)} = {reg(iv.type.dtype)}({self.name(iv)}_raw)")
 
     def set(self, op: Operation, expr: str) -> None:
         result = op.results[0]
         if result.type.is_scalar and not result.type.is_ptr:
             expr = f"{reg(result.type.dtype)}({expr})"
+        elif result.id in self.inlinable:
+            self.deferred[result.id] = f"({expr})"
+            return
         self.line(f"{self.n(result)} = {expr}")
 
     # ---- the module ----
@@ -124,6 +205,9 @@ class CpuEmitter(PyEmitter):
 
     def render(self, op: Operation) -> None:  # noqa: C901 - one dispatch over the op enum
         kind = op.op
+        if kind not in NOT_PURE and op.results and not any(
+                r.id in self.needed for r in op.results):
+            return  # only row-wise loads/stores used it, and they read its affine form
         if kind is Op.CONST:
             self.line(f"{self.n(op.result)} = {literal(op.attrs['value'], op.attrs['dtype'])}")
         elif kind is Op.CUBE_POS:
@@ -159,8 +243,7 @@ class CpuEmitter(PyEmitter):
             one = f"{reg(x.type.dtype)}(1)"
             self.set(op, f"{one} / ({one} + np.exp(-{self.n(x)}))")
         elif kind is Op.ERF:
-            x = op.operands[0]
-            self.set(op, f"erf_{'s' if x.type.is_scalar else 't'}({self.n(x)})")
+            self.set(op, f"erf({self.n(op.operands[0])})")
         elif kind is Op.FMA:
             a, b, c = (self.n(v) for v in op.operands)
             self.set(op, f"{a} * {b} + {c}")
@@ -169,13 +252,15 @@ class CpuEmitter(PyEmitter):
             if op.result.type.is_scalar:
                 self.line(f"{self.n(op.result)} = {a} if {c} else {b}")
             else:
-                self.line(f"{self.n(op.result)} = np.where({c}, {a}, {b})")
+                self.set(op, f"np.where({c}, {a}, {b})")
         elif kind is Op.CAST:
             self.cast(op)
         elif kind is Op.PTR_ADD:
             ptr, off = op.operands
             if op.result.type.is_scalar:
                 self.line(f"{self.n(op.result)} = np.int64({self.n(ptr)} + {self.n(off)})")
+            elif off.type.is_scalar:
+                self.line(f"{self.n(op.result)} = {self.n(ptr)} + np.int64({self.n(off)})")
             else:
                 self.line(f"{self.n(op.result)} = {self.n(off)}.astype(np.int64) + "
                           f"{self.n(ptr)}")
@@ -227,10 +312,7 @@ class CpuEmitter(PyEmitter):
         else:
             expr = f"{name}.astype({reg(dst)})"
         del src
-        if x.type.is_scalar:
-            self.set(op, expr)
-        else:
-            self.line(f"{self.n(op.result)} = {expr}")
+        self.set(op, expr)
 
     def _array(self, ptr: Value) -> str:
         return self.arg_names[ptr.type.ptr_base]
@@ -251,13 +333,33 @@ class CpuEmitter(PyEmitter):
                 fallback = self.n(other) if other is not None else literal(0, dtype)
                 self.line(f"{res} = {value} if {self.n(mask)} else {fallback}")
             return
-        if mask is None:
+        rows = self._rows(ptr)
+        if rows is not None:
+            raw = f"load_rows_nomask({arr}, {rows})" if mask is None else \
+                f"load_rows({arr}, {rows}, {self.n(mask)})"
+            raw += f".reshape({ptr.type.shape})"
+        elif mask is None:
             raw = f"load_t_nomask({arr}, {self.n(ptr)})"
         else:
             raw = f"load_t({arr}, {self.n(ptr)}, {self.n(mask)})"
         self.line(f"{res} = {conv}_t({raw})" if conv else f"{res} = {raw}")
         if other is not None and not _is_zero(other):  # load_t already gives 0 off-mask
             self.line(f"{res} = np.where({self.n(mask)}, {res}, {self.n(other)})")
+
+    def _rows(self, ptr: Value) -> str | None:
+        """``base, row_stride, m, n`` of a pointer tile addressing contiguous rows."""
+        form = row_access(self.affine, ptr)
+        if form is None:
+            return None
+        shape = ptr.type.shape
+        m, n = (1, shape[0]) if len(shape) == 1 else shape
+        row_stride = form.strides[0] if len(shape) == 2 else 0
+        stride_text = str(row_stride) if isinstance(row_stride, int) else row_stride[0]
+        return f"np.int64({form.base[0]}), np.int64({stride_text}), {m}, {n}"
+
+    @staticmethod
+    def _storage_dtype(dtype: dt.DType) -> str:
+        return "np.uint16" if dtype.name in HALF else reg(dtype)
 
     def _storage(self, value: Value, dtype: dt.DType) -> str:
         conv = {"float16": "f32_to_f16", "bfloat16": "f32_to_bf16"}.get(dtype.name)
@@ -272,6 +374,14 @@ class CpuEmitter(PyEmitter):
         if ptr.type.is_scalar:
             guard = f"if {self.n(mask)}: " if mask is not None else ""
             self.line(f"{guard}{arr}[{self.n(ptr)}] = {stored}")
+        elif self._rows(ptr) is not None:
+            vals = stored if value.type.shape else \
+                f"np.full({ptr.type.shape}, {stored}, {self._storage_dtype(ptr.type.dtype)})"
+            rows = self._rows(ptr)
+            if mask is None:
+                self.line(f"store_rows_nomask({arr}, {rows}, {vals})")
+            else:
+                self.line(f"store_rows({arr}, {rows}, {vals}, {self.n(mask)})")
         elif value.type.is_scalar:
             mask_text = self.n(mask) if mask is not None else f"np.ones({ptr.type.shape}, np.bool_)"
             self.line(f"store_ts({arr}, {self.n(ptr)}, {stored}, {mask_text})")
@@ -345,8 +455,10 @@ class CpuEmitter(PyEmitter):
         a, b, acc = op.operands
         res = self.n(op.result)
         if a.type.dtype.is_float:
-            dtype = reg(acc.type.dtype)
-            self.line(f"{res} = {self.n(acc)} + np.dot({self.n(a)}, {self.n(b)}).astype({dtype})")
+            product = f"np.dot({self.n(a)}, {self.n(b)})"
+            if reg(acc.type.dtype) != reg(a.type.dtype):
+                product += f".astype({reg(acc.type.dtype)})"
+            self.line(f"{res} = {self.n(acc)} + {product}")
         else:
             wide = "np.int64"
             self.line(f"{res} = dot_int({self.n(a)}.astype({wide}), {self.n(b)}.astype({wide}), "

@@ -52,6 +52,58 @@ def store_ts(arr, offs, val, mask):
             arr[o[i]] = val
 
 
+def load_rows(arr, base, row_stride, m, n, mask):
+    """Load an (m, n) tile whose rows are contiguous: row i starts at base + i*row_stride."""
+    out = np.zeros((m, n), arr.dtype)
+    mk = mask.reshape(m, n)
+    for i in range(m):
+        start = base + i * row_stride
+        full = True
+        for j in range(n):
+            if not mk[i, j]:
+                full = False
+                break
+        if full:
+            out[i, :] = arr[start:start + n]
+        else:
+            for j in range(n):
+                if mk[i, j]:
+                    out[i, j] = arr[start + j]
+    return out
+
+
+def load_rows_nomask(arr, base, row_stride, m, n):
+    out = np.empty((m, n), arr.dtype)
+    for i in range(m):
+        start = base + i * row_stride
+        out[i, :] = arr[start:start + n]
+    return out
+
+
+def store_rows(arr, base, row_stride, m, n, vals, mask):
+    v, mk = vals.reshape(m, n), mask.reshape(m, n)
+    for i in range(m):
+        start = base + i * row_stride
+        full = True
+        for j in range(n):
+            if not mk[i, j]:
+                full = False
+                break
+        if full:
+            arr[start:start + n] = v[i, :]
+        else:
+            for j in range(n):
+                if mk[i, j]:
+                    arr[start + j] = v[i, j]
+
+
+def store_rows_nomask(arr, base, row_stride, m, n, vals):
+    v = vals.reshape(m, n)
+    for i in range(m):
+        start = base + i * row_stride
+        arr[start:start + n] = v[i, :]
+
+
 # ---- reductions over the last axis of a 2-D (outer, n) array ----
 
 
@@ -134,15 +186,7 @@ def dot_int(a, b, acc):
 # ---- math NumPy lacks ----
 
 
-def erf_t(x):
-    out = np.empty_like(x)
-    xf, of = x.reshape(-1), out.reshape(-1)
-    for i in range(xf.size):
-        of[i] = math.erf(xf[i])
-    return out
-
-
-def erf_s(x):
+def erf_scalar(x):
     return math.erf(x)
 
 

@@ -45,9 +45,26 @@ def _namespace(jit: bool) -> dict[str, Any]:
         scalar = rmw(kind)
         ns[f"atomic_{kind}_s"] = scalar
         ns[f"atomic_{kind}_t"] = compile_closure(atomics.tile_rmw(scalar))
+    ns["erf"] = _erf_ufunc(jit)
     ns["atomic_cas_s"] = cas
     ns["atomic_cas_t"] = compile_closure(atomics.tile_cas(cas))
     return ns
+
+
+def _erf_ufunc(jit: bool) -> Any:
+    """erf as a ufunc, so Numba fuses it into array expressions like np.exp."""
+    if jit:
+        from numba import vectorize
+
+        signatures = ["float32(float32)", "float64(float64)"]
+        return vectorize(signatures, cache=True)(helpers.erf_scalar)
+    import numpy as np
+
+    def erf(x: Any) -> Any:
+        dtype = np.asarray(x).dtype
+        return np.vectorize(helpers.erf_scalar, otypes=[dtype])(x)[()]
+
+    return erf
 
 
 def install(module_globals: dict[str, Any], jit: bool) -> None:

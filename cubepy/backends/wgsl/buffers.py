@@ -290,6 +290,8 @@ class DeviceArray:
         ((2, 3), 'float32', 6)
     """
 
+    __cube_device_array__ = "wgpu"  # cubepy.runtime.args routes such arguments to 'wgsl'
+
     def __init__(self, shape: Sequence[int], dtype: Any, device: WgslDevice | None = None) -> None:
         self.device = device or get_device()
         self.layout = dtype_layout(dtype, self.device)

@@ -1,0 +1,125 @@
+"""``python -m cubepy.autotune list|show|clear|export``: the autotune cache from a shell.
+
+- ``list``: every cache file (the user's, then the shipped ``autotune_cache/``), one a line.
+- ``show [KERNEL] [--device NAME] [--shipped]``: the entries: key, winner, every timing.
+- ``clear [KERNEL] [--device NAME]``: delete the user's cache files (all, without filters).
+- ``export --device NAME [--kernel KERNEL] [--out DIR]``: merge the user's entries for one
+  device into ``autotune_cache/`` (or ``DIR``), to ship them.
+
+KERNEL and NAME match as case-insensitive substrings.
+
+Example:
+    $ python -m cubepy.autotune export --device "cpu: AMD EPYC 7B13"
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from . import cache
+from .config import Config
+
+
+def _describe_key(key: dict[str, Any]) -> str:
+    parts = [f"{name}={value}" for name, value in key.get("sizes", {}).items()]
+    parts += [f"{name}:{layout}" for name, layout in key.get("arrays", {}).items()]
+    return ", ".join(parts) or "(no key)"
+
+
+def _config(data: Any) -> str:
+    try:
+        return repr(Config.from_json(data))
+    except TypeError:
+        return repr(data)
+
+
+def _list(args: argparse.Namespace) -> int:
+    for label, folder in (("user cache", cache.user_dir()), ("shipped", cache.SHIPPED_DIR)):
+        files = cache.cache_files(folder)
+        print(f"{label}: {folder} ({len(files)} files)")
+        for path, doc in files:
+            if doc is None:
+                print(f"  (corrupt)  {path.name}")
+            else:
+                print(f"  {doc['kernel']}  [{doc['device']}]  {len(doc['entries'])} entries  "
+                      f"{path.name}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    folder = cache.SHIPPED_DIR if args.shipped else cache.user_dir()
+    shown = 0
+    for path, doc in cache.cache_files(folder):
+        if doc is None or not cache.matches(doc, args.kernel, args.device):
+            continue
+        shown += 1
+        print(f"{doc['kernel']} on {doc['device']}  ({path})")
+        for entry in doc["entries"].values():
+            if not isinstance(entry, dict):
+                print("  (corrupt entry)")
+                continue
+            print(f"  key {_describe_key(entry.get('key', {}))}: best "
+                  f"{_config(entry.get('best'))}  (cubepy {entry.get('cubepy')}, tuned "
+                  f"{entry.get('tuned_at')} in {entry.get('tuning_s')} s)")
+            for timing in entry.get("timings", []):
+                median = timing.get("median_s")
+                time_text = f"{median * 1e3:.4g} ms" if median is not None else "-"
+                print(f"    #{timing.get('index')} {_config(timing.get('config'))}  "
+                      f"{timing.get('status')}  {time_text}  {timing.get('detail') or ''}")
+    if not shown:
+        print(f"no matching entries in {folder}")
+    return 0
+
+
+def _clear(args: argparse.Namespace) -> int:
+    removed = cache.clear(cache.user_dir(), args.kernel, args.device)
+    for path in removed:
+        print(f"removed {path}")
+    print(f"{len(removed)} files removed from {cache.user_dir()}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else None
+    try:
+        written = cache.export(args.device, out, args.kernel)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if not written:
+        print(f"error: no cached entries for device {args.device!r} in {cache.user_dir()}",
+              file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m cubepy.autotune",
+                                     description="Inspect and manage cubepy's autotune cache.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="list cache files")
+    show = commands.add_parser("show", help="show entries with every timing")
+    show.add_argument("kernel", nargs="?")
+    show.add_argument("--device")
+    show.add_argument("--shipped", action="store_true", help="read autotune_cache/ instead")
+    clear = commands.add_parser("clear", help="delete the user's cache files")
+    clear.add_argument("kernel", nargs="?")
+    clear.add_argument("--device")
+    export = commands.add_parser("export", help="copy one device's entries to autotune_cache/")
+    export.add_argument("--device", required=True)
+    export.add_argument("--kernel")
+    export.add_argument("--out", help="folder to write (default: autotune_cache/)")
+    args = parser.parse_args(argv)
+    handlers = {"list": _list, "show": _show, "clear": _clear, "export": _export}
+    return handlers[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

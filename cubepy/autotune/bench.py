@@ -1,0 +1,344 @@
+"""Benchmarking candidates: each target's own clock, snapshots of the arrays, output checks.
+
+The loop (``benchmark``): every candidate first runs once on restored inputs (this compiles
+it and is its warm-up); its outputs are compared with those of the first candidate that ran
+(a wrong one is discarded). Then the survivors are timed round-robin; from the second round
+on, a candidate whose fastest run is slower than ``drop_ratio`` × the leader's median is
+dropped; the rest keep being timed until ``rep`` rounds or ``max_seconds`` have passed (at
+least three rounds). The winner has the least median.
+
+Example:
+    >>> timer = timer_for("cpu", [])
+    >>> timer(lambda: None) >= 0.0
+    True
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+import numpy as np
+
+from .config import Config
+
+Timer = Callable[[Callable[[], Any]], float]
+
+
+# ---- clocks ----
+
+def wall_clock(run: Callable[[], Any]) -> float:
+    """Seconds ``run()`` takes on the host clock (the CPU target's timer)."""
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
+def _array_library(arrays: Sequence[Any]) -> str | None:
+    for value in arrays:
+        module = type(value).__module__
+        if module.startswith("torch"):
+            return "torch"
+        if module.startswith("cupy"):
+            return "cupy"
+    return None
+
+
+def _event_timer(library: str) -> Timer:
+    """A timer from CUDA events of torch or CuPy (device time, measured on the stream)."""
+    if library == "torch":
+        import torch
+
+        def make() -> Any:
+            return torch.cuda.Event(enable_timing=True)
+
+        def elapsed(start: Any, end: Any) -> float:
+            return start.elapsed_time(end) / 1e3
+    else:
+        import cupy
+
+        def make() -> Any:
+            return cupy.cuda.Event()
+
+        def elapsed(start: Any, end: Any) -> float:
+            return cupy.cuda.get_elapsed_time(start, end) / 1e3
+
+    def timer(run: Callable[[], Any]) -> float:
+        start, end = make(), make()
+        start.record()
+        run()
+        end.record()
+        end.synchronize()
+        return elapsed(start, end)
+
+    return timer
+
+
+def _cuda_timer(arrays: Sequence[Any]) -> Timer:
+    from ..runtime.targets import cuda_available
+
+    if not cuda_available():  # Triton's interpreter runs on the host
+        return wall_clock
+    preferred = _array_library(arrays)
+    for library in ([preferred] if preferred else []) + ["torch", "cupy"]:
+        try:
+            __import__(library)
+        except ImportError:
+            continue
+        return _event_timer(library)
+    return wall_clock  # host arrays: launches copy back, so they are synchronous
+
+
+def timer_for(target: str, arrays: Sequence[Any]) -> Timer:
+    """The clock of ``target``: the host clock on ``cpu``, CUDA events on ``triton`` with a
+    GPU, timestamp queries on ``wgsl`` (the wall clock where the device has none)."""
+    if target == "triton":
+        return _cuda_timer(arrays)
+    if target == "wgsl":
+        from ..backends.wgsl.timing import time_launches
+
+        return lambda run: time_launches(run)
+    return wall_clock
+
+
+# ---- snapshots and host copies of arrays ----
+
+def to_host(value: Any) -> np.ndarray:
+    """A NumPy copy of an array of any kind (NumPy, torch, CuPy, ``cube.DeviceArray``)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if hasattr(value, "__cube_device_array__"):
+        return value.numpy()
+    if type(value).__module__.startswith("torch"):
+        tensor = value.detach()
+        if str(tensor.dtype) == "torch.bfloat16":
+            tensor = tensor.float()
+        return tensor.cpu().numpy()
+    if hasattr(value, "get") and hasattr(value, "__cuda_array_interface__"):  # CuPy
+        return value.get()
+    return np.array(value, copy=True)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy"):
+        return value.copy()
+    if type(value).__module__.startswith("torch"):
+        return value.clone()
+    return to_host(value)  # cube.DeviceArray: restored with copy_from
+
+
+def _restore(value: Any, saved: Any) -> None:
+    if isinstance(value, np.ndarray):
+        if value.flags.writeable:
+            np.copyto(value, saved)
+    elif type(value).__module__.startswith("torch"):
+        value.copy_(saved)
+    elif type(value).__module__.startswith("cupy"):
+        value[...] = saved
+    elif hasattr(value, "copy_from"):
+        value.copy_from(saved)
+
+
+class Snapshot:
+    """Copies of the array arguments, taken before tuning and restored before each candidate.
+
+    Example:
+        >>> x = np.zeros(3); snap = Snapshot({"x": x}); x[:] = 1; snap.restore(); x
+        array([0., 0., 0.])
+    """
+
+    def __init__(self, arrays: Mapping[str, Any]) -> None:
+        self.arrays = dict(arrays)
+        self.saved = {name: _copy(value) for name, value in self.arrays.items()}
+
+    def restore(self) -> None:
+        """Write the saved contents back into every array."""
+        for name, value in self.arrays.items():
+            _restore(value, self.saved[name])
+
+
+# ---- comparing outputs ----
+
+def tolerance(dtype: np.dtype | str) -> tuple[float, float] | None:
+    """``(rtol, atol)`` for a float dtype (atol is scaled by the reference's magnitude),
+    ``None`` for exact comparison (integers, bools)."""
+    name = str(np.dtype(dtype)) if not isinstance(dtype, str) else dtype
+    return {"float16": (1e-2, 1e-2), "bfloat16": (1e-2, 1e-2), "float32": (1e-4, 1e-5),
+            "float64": (1e-9, 1e-12)}.get(name)
+
+
+def compare(reference: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) -> str | None:
+    """``None`` when ``got`` matches ``reference`` array by array, else what differs.
+
+    Example:
+        >>> compare({"out": np.ones(4)}, {"out": np.ones(4) + [0, 0, 0, 1]})
+        "'out': 1 of 4 elements differ (max abs diff 1)"
+    """
+    for name, ref in reference.items():
+        out = got.get(name)
+        if out is None or out.shape != ref.shape:
+            shape = None if out is None else out.shape
+            return f"'{name}': shape {shape} instead of {ref.shape}"
+        tol = tolerance(str(ref.dtype))
+        if tol is None and ref.dtype.kind not in "fc":
+            bad = ref != out
+        else:
+            rtol, atol = tol or (1e-4, 1e-5)
+            r, o = ref.astype(np.float64), out.astype(np.float64)
+            finite = np.abs(r[np.isfinite(r)])
+            scale = max(1.0, float(finite.max())) if finite.size else 1.0
+            with np.errstate(invalid="ignore"):
+                bad = ~np.isclose(o, r, rtol=rtol, atol=atol * scale, equal_nan=True)
+        count = int(np.count_nonzero(bad))
+        if count:
+            with np.errstate(invalid="ignore"):
+                diff = np.abs(ref[bad].astype(np.float64) - out[bad].astype(np.float64))
+            return (f"'{name}': {count} of {ref.size} elements differ "
+                    f"(max abs diff {float(np.nanmax(diff)) if diff.size else 0:.3g})")
+    return None
+
+
+# ---- progress on stderr ----
+
+class Progress:
+    """Progress lines on stderr, only once tuning has taken more than ``threshold`` seconds.
+
+    Example:
+        >>> p = Progress("add", "n=1024", total=3, threshold=0.0)
+        >>> p.update("checked 1/3")  # doctest: +SKIP
+        cubepy.autotune: tuning add (n=1024), 3 candidates: checked 1/3
+    """
+
+    def __init__(self, name: str, key: str, total: int, *, threshold: float = 1.0,
+                 interval: float = 1.0, clock: Callable[[], float] = time.monotonic,
+                 stream: TextIO | None = None) -> None:
+        self.name, self.key, self.total = name, key, total
+        self.threshold, self.interval, self.clock = threshold, interval, clock
+        self.stream = stream
+        self.started = clock()
+        self.last: float | None = None
+
+    def _write(self, text: str) -> None:
+        stream = self.stream or sys.stderr
+        print(f"cubepy.autotune: tuning {self.name} ({self.key}), {self.total} candidates: "
+              f"{text}", file=stream, flush=True)
+
+    def update(self, status: str) -> None:
+        """Report ``status``: printed past the threshold, at most once per ``interval``."""
+        now = self.clock()
+        if now - self.started < self.threshold:
+            return
+        if self.last is not None and now - self.last < self.interval:
+            return
+        self.last = now
+        self._write(status)
+
+    def finish(self, best: str) -> None:
+        """The last line, printed when tuning took longer than the threshold."""
+        elapsed = self.clock() - self.started
+        if elapsed >= self.threshold:
+            self._write(f"done in {elapsed:.1f} s, best {best}")
+
+
+# ---- the benchmark loop ----
+
+@dataclass
+class Outcome:
+    """What happened to one candidate: ``ok``, ``dropped`` (too slow), ``wrong``, ``error``."""
+
+    index: int
+    config: Config
+    status: str = "pending"
+    samples: list[float] = field(default_factory=list)
+    detail: str = ""
+    error: BaseException | None = None
+
+    @property
+    def median(self) -> float:
+        """Median seconds over the timed runs (``inf`` before any)."""
+        return statistics.median(self.samples) if self.samples else float("inf")
+
+    def as_json(self) -> dict[str, Any]:
+        """The record kept in the cache."""
+        return {"index": self.index, "config": self.config.as_json(), "status": self.status,
+                "median_s": self.median if self.samples else None,
+                "runs": len(self.samples), "detail": self.detail}
+
+
+def describe_best(outcomes: Sequence[Outcome]) -> str | None:
+    """``"Config(BLOCK=128) 0.012 ms"`` for the fastest timed candidate so far."""
+    timed = [o for o in outcomes if o.samples and o.status == "ok"]
+    if not timed:
+        return None
+    best = min(timed, key=lambda o: o.median)
+    return f"{best.config} {best.median * 1e3:.3g} ms"
+
+
+def _check(outcome: Outcome, run: Callable[[Config], Any],
+           observe: Callable[[Any], dict[str, np.ndarray]],
+           reference: tuple[Outcome, dict[str, np.ndarray]] | None, warmup: int
+           ) -> dict[str, np.ndarray] | None:
+    """Run the candidate once and compare it; returns its outputs when it is the reference."""
+    try:
+        observed = observe(run(outcome.config))
+        if reference is not None:
+            diff = compare(reference[1], observed)
+            if diff is not None:
+                outcome.status = "wrong"
+                outcome.detail = f"output differs from {reference[0].config}: {diff}"
+                return None
+        for _ in range(warmup):
+            run(outcome.config)
+    except Exception as err:  # a candidate that cannot compile or run is discarded
+        outcome.status, outcome.error = "error", err
+        outcome.detail = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+        return None
+    outcome.status = "ok"
+    return observed if reference is None else None
+
+
+def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], Any],
+              observe: Callable[[Any], dict[str, np.ndarray]], snapshot: Snapshot,
+              timer: Timer, *, warmup: int = 1, rep: int = 10, drop_ratio: float = 1.5,
+              max_seconds: float = 1.0, progress: Progress | None = None) -> list[Outcome]:
+    """Check and time every candidate (see the module docstring); the outcomes, in order."""
+    outcomes = [Outcome(index, cfg) for index, cfg in candidates]
+    reference: tuple[Outcome, dict[str, np.ndarray]] | None = None
+    for done, outcome in enumerate(outcomes, 1):
+        snapshot.restore()
+        observed = _check(outcome, run, observe, reference, warmup)
+        if observed is not None:
+            reference = (outcome, observed)
+        if progress:
+            progress.update(f"checked {done}/{len(outcomes)}")
+    alive = [o for o in outcomes if o.status == "ok"]
+    started = time.perf_counter()
+    for round_index in range(rep if len(alive) > 1 else 0):
+        for outcome in alive:
+            try:
+                outcome.samples.append(timer(functools.partial(run, outcome.config)))
+            except Exception as err:
+                outcome.status, outcome.error = "error", err
+                outcome.detail = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+        alive = [o for o in alive if o.status == "ok"]
+        if not alive:
+            break
+        leader = min(o.median for o in alive)
+        if round_index >= 1:
+            for outcome in alive:  # its fastest run, so that one hiccup drops nobody
+                if min(outcome.samples) > drop_ratio * leader:
+                    outcome.status = "dropped"
+                    outcome.detail = (f"{outcome.median / leader:.2f}x the leader's time after "
+                                      f"{len(outcome.samples)} runs")
+            alive = [o for o in alive if o.status == "ok"]
+        if progress:
+            progress.update(f"timing round {round_index + 1}/{rep}, {len(alive)} left, "
+                            f"best so far {describe_best(outcomes)}")
+        if len(alive) <= 1 or (round_index >= 2 and time.perf_counter() - started > max_seconds):
+            break
+    return outcomes

@@ -1,0 +1,87 @@
+"""``cube.Config``: one candidate of an autotuned kernel (comptime values and launch options).
+
+Example:
+    >>> import cubepy as cube
+    >>> cfg = cube.Config(BLOCK_M=128, BLOCK_N=64, num_warps=8)
+    >>> cfg
+    Config(BLOCK_M=128, BLOCK_N=64, num_warps=8)
+    >>> cfg.launch_kwargs()
+    {'BLOCK_M': 128, 'BLOCK_N': 64, 'num_warps': 8}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+OPTION_NAMES = ("num_warps", "num_stages")
+
+
+class Config:
+    """A candidate: values for a kernel's comptime parameters plus launch options.
+
+    ``num_warps`` and ``num_stages`` are Triton launch options (ignored by the other targets);
+    every other keyword names a comptime parameter of the kernel, or a keyword parameter of
+    an autotuned host function. Values should be JSON data (ints, floats, bools, strings) so
+    that results can be cached on disk.
+
+    Example:
+        >>> Config(BLOCK=256, num_warps=4).kwargs
+        {'BLOCK': 256}
+    """
+
+    __slots__ = ("kwargs", "num_warps", "num_stages")
+
+    def __init__(self, num_warps: int | None = None, num_stages: int | None = None,
+                 **kwargs: Any) -> None:
+        self.kwargs: dict[str, Any] = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+
+    def launch_kwargs(self) -> dict[str, Any]:
+        """The keywords this config adds to a launch (or to a host function call)."""
+        options = {name: getattr(self, name) for name in OPTION_NAMES
+                   if getattr(self, name) is not None}
+        return {**self.kwargs, **options}
+
+    def as_json(self) -> dict[str, Any]:
+        """A flat JSON-able dict (values that are not JSON data become their ``repr``)."""
+        return {name: _jsonable(value) for name, value in self.launch_kwargs().items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Config:
+        """The inverse of ``as_json`` (for values that were JSON data)."""
+        return cls(**dict(data))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self.launch_kwargs() == other.launch_kwargs()
+
+    def __hash__(self) -> int:
+        return hash(json.dumps(self.as_json(), sort_keys=True))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={value!r}" for name, value in self.launch_kwargs().items())
+        return f"Config({inner})"
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # NumPy scalars
+        return _jsonable(value.item())
+    return repr(value)
+
+
+def configs_checksum(configs: Sequence[Config]) -> str:
+    """A digest of the config list, in order: an edited list gets a new checksum.
+
+    Example:
+        >>> configs_checksum([Config(B=1)]) == configs_checksum([Config(B=2)])
+        False
+    """
+    text = json.dumps([c.as_json() for c in configs], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -1,0 +1,398 @@
+"""``@cube.autotune``: choose the fastest config of a kernel (or of a host function) per key.
+
+The first call for a new key benchmarks the candidates (``bench.benchmark``), keeps the winner
+in this process and in the on-disk cache (``cache``); later calls, here or in the next
+process, use it at once. ``CUBEPY_AUTOTUNE=0`` skips all of that and uses the heuristic
+default. See ``autotune`` for the options.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from .. import config as settings_module
+from ..backends.base import TargetInfo
+from ..errors import CubeError, LaunchError
+from ..runtime.jit import OPTIONS, Kernel
+from ..runtime.targets import target_info
+from . import cache
+from .bench import Outcome, Progress, Snapshot, benchmark, describe_best, timer_for, to_host
+from .config import Config, configs_checksum
+from .key import Bucket, TuneKey, fingerprint, is_array, make_key, pow2_anchor, resolve_target
+
+log = logging.getLogger("cubepy.autotune")
+
+
+class AutotuneWarning(UserWarning):
+    """A candidate was discarded while tuning: its output was wrong, or it failed to run."""
+
+
+@dataclass
+class Stats:
+    """Counters of what the autotuner did (per ``Autotuner`` and for the whole process).
+
+    Example:
+        >>> from cubepy.autotune import STATS
+        >>> STATS.tunings >= 0
+        True
+    """
+
+    tunings: int = 0         # keys benchmarked
+    benchmark_runs: int = 0  # candidate runs while tuning (checks, warm-ups, timed runs)
+    cache_hits: int = 0      # winners read from a cache file
+    memory_hits: int = 0     # winners reused within this process
+    defaults: int = 0        # calls that used the heuristic default (CUBEPY_AUTOTUNE=0)
+    rejected: int = 0        # candidates discarded for a wrong output
+    failed: int = 0          # candidates discarded because they raised
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a dict."""
+        return dataclasses.asdict(self)
+
+
+STATS = Stats()
+
+
+@dataclass(frozen=True)
+class TuneContext:
+    """What ``prune`` and ``default`` hooks see about a call.
+
+    ``key``: the bucketed key values by name; ``args``: the bound arguments; ``limits``: the
+    target's limits (``target_info(target).limits``, e.g. workgroup memory).
+    """
+
+    name: str
+    key: Mapping[str, Any]
+    args: Mapping[str, Any]
+    target: str
+    device: str
+    info: TargetInfo
+
+    @property
+    def limits(self) -> dict[str, int]:
+        """The target's limits (names as ``TargetInfo.limits`` spells them)."""
+        return self.info.limits
+
+
+class Autotuner:
+    """A kernel or host function with a list of configs, tuned per key (see ``autotune``).
+
+    Launch a tuned kernel as the kernel itself, without the tuned parameters:
+    ``tuned[grid](*args)``; call a tuned host function as the function: ``tuned(*args)``.
+    ``last_config`` is the config the latest call used; ``stats`` counts what happened.
+    """
+
+    __cube_autotuner__ = True
+
+    def __init__(self, fn: Kernel | Callable[..., Any], configs: Sequence[Config],
+                 key: Sequence[str] | Mapping[str, Bucket | None], *,
+                 prune: Callable[[list[Config], TuneContext], Sequence[Config]] | None = None,
+                 default: Callable[[TuneContext], Config] | None = None, warmup: int = 1,
+                 rep: int = 10, drop_ratio: float = 1.5, max_seconds: float = 1.0) -> None:
+        self.fn = fn
+        self.is_kernel = isinstance(fn, Kernel)
+        inner = fn.fn if self.is_kernel else fn
+        self.signature = fn.signature if self.is_kernel else inspect.signature(fn)
+        self.name = f"{inner.__module__}.{inner.__qualname__}"
+        self.configs = list(configs)
+        self.key: dict[str, Bucket | None] = (dict(key) if isinstance(key, Mapping)
+                                              else {name: pow2_anchor for name in key})
+        self.prune, self.default = prune, default
+        self.warmup, self.rep, self.drop_ratio = warmup, rep, drop_ratio
+        self.max_seconds = max_seconds
+        self.checksum = configs_checksum(self.configs)
+        self.stats = Stats()
+        self.last_config: Config | None = None
+        self.last_key: TuneKey | None = None
+        self._memo: dict[str, Config] = {}
+        self._keys: dict[tuple, TuneKey] = {}
+        self._defaults: dict[str, Config] = {}
+        self._lock = threading.RLock()
+        self._validate()
+        functools.update_wrapper(self, inner, updated=())
+
+    def __repr__(self) -> str:
+        return f"<cube.autotune {self.name}: {len(self.configs)} configs>"
+
+    def _validate(self) -> None:
+        if not self.configs or not all(isinstance(c, Config) for c in self.configs):
+            raise CubeError(f"autotune {self.name}: configs must be a non-empty list of "
+                            "cube.Config")
+        params = self.signature.parameters
+        open_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        tuned = {name for c in self.configs
+                 for name in (c.kwargs if self.is_kernel else c.launch_kwargs())}
+        for name in sorted(tuned):
+            allowed = (name in self.fn.comptime) if self.is_kernel else \
+                (name in params or open_kwargs)
+            if not allowed:
+                what = "comptime parameter" if self.is_kernel else "parameter"
+                raise CubeError(f"autotune {self.name}: config names '{name}', which is not a "
+                                f"{what} of {self.fn.__name__}")
+        for name in self.key:
+            if name not in params or name in tuned:
+                raise CubeError(f"autotune {self.name}: key '{name}' must name a parameter "
+                                f"that the configs do not set; parameters: {', '.join(params)}")
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """A digest of the source of the code tuned (see ``key.fingerprint``)."""
+        return fingerprint(self.fn)
+
+    # ---- calling ----
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        if not self.is_kernel:
+            raise CubeError(f"{self.name} is an autotuned host function: call it, without a grid")
+
+        def launch(*args: Any, **kwargs: Any) -> None:
+            def run(cfg: Config) -> None:
+                self.fn[grid](*args, **kwargs, **cfg.launch_kwargs())
+            self._call(run, args, kwargs)
+        return launch
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.is_kernel:
+            raise CubeError(f"launch {self.fn.__name__} with a grid: "
+                            f"{self.fn.__name__}[(cubes,)](...)")
+        return self._call(lambda cfg: self.fn(*args, **kwargs, **cfg.launch_kwargs()),
+                          args, kwargs)
+
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        tuned = {name for c in self.configs for name in c.launch_kwargs()}
+        clash = sorted(tuned & set(kwargs))
+        if clash:
+            raise LaunchError(f"{self.name}: {', '.join(clash)} is chosen by autotune; "
+                              "do not pass it")
+        options = OPTIONS if self.is_kernel else ()
+        try:
+            bound = self.signature.bind_partial(
+                *args, **{k: v for k, v in kwargs.items() if k not in options})
+        except TypeError as err:
+            raise LaunchError(f"{self.name}(): {err}") from None
+        bound.apply_defaults()
+        return {k: v for k, v in bound.arguments.items() if k not in tuned}
+
+    def _call(self, run: Callable[[Config], Any], args: tuple, kwargs: dict[str, Any]) -> Any:
+        bound = self._bind(args, kwargs)
+        explicit = kwargs.get("target")
+        if explicit is None and not self.is_kernel and isinstance(bound.get("target"), str):
+            explicit = bound["target"]  # a host function's own `target` parameter
+        tune_key = self._key_of(bound, explicit)
+        self.last_key = tune_key
+        if not settings_module.settings().autotune:
+            chosen = self._defaults.get(tune_key.id)
+            if chosen is None:
+                chosen = self._defaults[tune_key.id] = self._default(
+                    self._context(tune_key, bound))
+            _count(self.stats, "defaults")
+            self.last_config = chosen
+            return run(chosen)
+        chosen = self._memo.get(tune_key.id)
+        if chosen is not None:
+            _count(self.stats, "memory_hits")
+        else:
+            with self._lock:
+                chosen = self._memo.get(tune_key.id) or self._from_cache(tune_key) \
+                    or self._tune(tune_key, bound, run)
+                self._memo[tune_key.id] = chosen
+        self.last_config = chosen
+        return run(chosen)
+
+    def _key_of(self, bound: Mapping[str, Any], explicit: str | None) -> TuneKey:
+        raw = self._raw_key(bound, explicit)
+        tune_key = self._keys.get(raw) if raw is not None else None
+        if tune_key is None:
+            tune_key = make_key(bound, self.key, resolve_target(bound, explicit))
+            if raw is not None:
+                if len(self._keys) >= 4096:  # many distinct shapes: start over, stay small
+                    self._keys.clear()
+                self._keys[raw] = tune_key
+        return tune_key
+
+    def _raw_key(self, bound: Mapping[str, Any], explicit: str | None) -> tuple | None:
+        """What the key depends on, cheap to build and hash: the fast path of repeated calls
+        (None for arguments it does not cover, which take the full path)."""
+        parts: list[Any] = [explicit, settings_module.settings()]
+        for name, value in bound.items():
+            if isinstance(value, np.ndarray):
+                parts.append((name, value.dtype, value.shape, value.strides))
+            elif hasattr(value, "__cube_device_array__"):  # always contiguous
+                parts.append((name, type(value), str(value.dtype), tuple(value.shape)))
+            elif name in self.key:
+                if is_array(value):
+                    return None
+                parts.append((name, type(value), value))
+            elif is_array(value):
+                return None
+        raw = tuple(parts)
+        try:
+            hash(raw)
+        except TypeError:
+            return None
+        return raw
+
+    # ---- choosing ----
+
+    def _context(self, tune_key: TuneKey, bound: Mapping[str, Any]) -> TuneContext:
+        return TuneContext(self.name, dict(tune_key.sizes), bound, tune_key.target,
+                           tune_key.device, target_info(tune_key.target))
+
+    def _candidates(self, ctx: TuneContext) -> list[tuple[int, Config]]:
+        if self.prune is None:
+            return list(enumerate(self.configs))
+        kept = list(self.prune(list(self.configs), ctx))
+        indexed = []
+        for cfg in kept:
+            index = next((i for i, c in enumerate(self.configs) if c is cfg), None)
+            if index is None:
+                index = next((i for i, c in enumerate(self.configs) if c == cfg), None)
+            if index is None:
+                raise CubeError(f"autotune {self.name}: prune returned {cfg}, which is not in "
+                                "the config list")
+            indexed.append((index, self.configs[index]))
+        if not indexed:
+            raise CubeError(f"autotune {self.name}: prune dropped every config for "
+                            f"{ctx.target} ({', '.join(f'{k}={v}' for k, v in ctx.key.items())})")
+        return indexed
+
+    def _default(self, ctx: TuneContext) -> Config:
+        if self.default is not None:
+            chosen = self.default(ctx)
+            if not isinstance(chosen, Config):
+                raise CubeError(f"autotune {self.name}: default= returned {chosen!r}, "
+                                "not a cube.Config")
+            return chosen
+        return self._candidates(ctx)[0][1]
+
+    def _from_cache(self, tune_key: TuneKey) -> Config | None:
+        found = cache.find(self.name, tune_key.device, tune_key.id, fingerprint=self.fingerprint,
+                           checksum=self.checksum, configs=self.configs)
+        if found is None:
+            return None
+        entry, path = found
+        _count(self.stats, "cache_hits")
+        log.info("autotune %s (%s): cached %s from %s", self.name, tune_key.describe(),
+                 self.configs[entry["best_index"]], path)
+        return self.configs[entry["best_index"]]
+
+    def _tune(self, tune_key: TuneKey, bound: Mapping[str, Any],
+              run: Callable[[Config], Any]) -> Config:
+        ctx = self._context(tune_key, bound)
+        candidates = self._candidates(ctx)
+        if len(candidates) == 1:
+            return candidates[0][1]
+        started = time.perf_counter()
+        arrays = {name: value for name, value in bound.items() if is_array(value)}
+        snapshot = Snapshot(arrays)
+
+        def observe(result: Any) -> dict[str, np.ndarray]:
+            outputs = {name: to_host(value) for name, value in arrays.items()}
+            results = result if isinstance(result, (tuple, list)) else [result]
+            outputs.update({f"<return {i}>": to_host(r) for i, r in enumerate(results)
+                            if is_array(r)})
+            return outputs
+
+        def counted(cfg: Config) -> Any:
+            _count(self.stats, "benchmark_runs")
+            return run(cfg)
+
+        progress = Progress(self.name, tune_key.describe(), len(candidates))
+        outcomes = benchmark(candidates, counted, observe, snapshot,
+                             timer_for(tune_key.target, list(arrays.values())),
+                             warmup=self.warmup, rep=self.rep, drop_ratio=self.drop_ratio,
+                             max_seconds=self.max_seconds, progress=progress)
+        snapshot.restore()
+        _count(self.stats, "tunings")
+        self._report(tune_key, outcomes)
+        ok = [o for o in outcomes if o.status == "ok"]
+        if not ok:
+            raise next(o.error for o in outcomes if o.error is not None)
+        best = min(ok, key=lambda o: o.median)
+        progress.finish(describe_best(outcomes) or str(best.config))
+        self._store(tune_key, candidates, outcomes, best, time.perf_counter() - started)
+        return best.config
+
+    def _report(self, tune_key: TuneKey, outcomes: list[Outcome]) -> None:
+        for outcome in outcomes:
+            if outcome.status in ("wrong", "error"):
+                _count(self.stats, "rejected" if outcome.status == "wrong" else "failed")
+                warnings.warn(f"autotune {self.name} ({tune_key.describe()}): discarded "
+                              f"{outcome.config}: {outcome.detail}", AutotuneWarning,
+                              stacklevel=5)
+
+    def _store(self, tune_key: TuneKey, candidates: list[tuple[int, Config]],
+               outcomes: list[Outcome], best: Outcome, seconds: float) -> None:
+        kept = {index for index, _ in candidates}
+        pruned = [{"index": i, "config": c.as_json(), "status": "pruned", "median_s": None,
+                   "runs": 0, "detail": "dropped by prune"}
+                  for i, c in enumerate(self.configs) if i not in kept]
+        entry = {
+            "cubepy": cache.version(), "fingerprint": self.fingerprint,
+            "configs_checksum": self.checksum, "key": tune_key.as_json(),
+            "best_index": best.index, "best": best.config.as_json(),
+            "timings": sorted([o.as_json() for o in outcomes] + pruned,
+                              key=lambda t: t["index"]),
+            "tuned_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "tuning_s": round(seconds, 4),
+        }
+        path = cache.store(self.name, tune_key.target, tune_key.device, tune_key.id, entry)
+        log.info("autotune %s (%s): %s wins; stored in %s", self.name, tune_key.describe(),
+                 best.config, path)
+
+
+def _count(stats: Stats, name: str) -> None:
+    for counters in (stats, STATS):
+        setattr(counters, name, getattr(counters, name) + 1)
+
+
+def autotune(configs: Sequence[Config], key: Sequence[str] | Mapping[str, Bucket | None], *,
+             prune: Callable[[list[Config], TuneContext], Sequence[Config]] | None = None,
+             default: Callable[[TuneContext], Config] | None = None, warmup: int = 1,
+             rep: int = 10, drop_ratio: float = 1.5, max_seconds: float = 1.0
+             ) -> Callable[[Kernel | Callable[..., Any]], Autotuner]:
+    """Decorator: tune a kernel (or a host function that launches kernels) over ``configs``.
+
+    - ``key``: parameter names whose values select a result; ints are bucketed to the next
+      power of two (1000 and 1020 share 1024), arrays by their bucketed shape. A mapping gives
+      each name its own bucket function (``None``: exact values). Array dtypes and layouts,
+      the target and the device are always part of the key.
+    - ``prune(configs, ctx)``: returns the configs that can run for this call (e.g. those
+      whose tiles fit ``ctx.limits``), before anything runs.
+    - ``default(ctx)``: the heuristic config used when ``CUBEPY_AUTOTUNE=0`` (otherwise the
+      first config that ``prune`` keeps).
+    - ``warmup``: extra runs per candidate after its first (checked) run; ``rep``: timed rounds
+      at most; ``drop_ratio``: candidates slower than this × the leader are dropped early;
+      ``max_seconds``: timing stops after this long (once three rounds are done).
+
+    Every candidate's outputs (all array arguments, and arrays returned by a host function)
+    must match the first config's; arrays are restored between candidates, so kernels that
+    write in place tune correctly. For a host function each config's entries are passed as
+    keyword arguments.
+
+    Example:
+        >>> import cubepy as cube
+        >>> @cube.autotune(configs=[cube.Config(BLOCK=128), cube.Config(BLOCK=512)], key=["n"])
+        ... @cube.kernel
+        ... def add(x, y, out, n, BLOCK: cube.Comptime[int]):
+        ...     offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+        ...     m = offs < n
+        ...     cube.store(out + offs, cube.load(x + offs, m) + cube.load(y + offs, m), m)
+        >>> add[lambda meta: (cube.cdiv(n, meta["BLOCK"]),)](x, y, out, n)  # doctest: +SKIP
+    """
+    def wrap(fn: Kernel | Callable[..., Any]) -> Autotuner:
+        return Autotuner(fn, configs, key, prune=prune, default=default, warmup=warmup, rep=rep,
+                         drop_ratio=drop_ratio, max_seconds=max_seconds)
+    return wrap

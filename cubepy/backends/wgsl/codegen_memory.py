@@ -1,0 +1,206 @@
+"""Loads, stores and atomics. A pointer is an i32 element offset into the binding of the
+kernel argument its type names. A buffer that any atomic touches is declared
+``array<atomic<T>>`` and all its accesses are atomic; float32 atomics other than add and
+exchange (or any, without ``shader-float32-atomic``) run as compare-exchange loops on the bits.
+Scalar stores and atomics are done by invocation 0 (a scalar atomic's old value is then
+shared through workgroup memory)."""
+
+from __future__ import annotations
+
+from ...errors import UnsupportedError
+from ...ir import Operation, Value
+from . import codegen_types as ty
+
+RMW = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin", "xchg": "atomicExchange"}
+
+
+class MemoryMixin:
+    # ---- buffers ----
+
+    def atomic_mode(self, i: int) -> str:
+        """"none", "native" (atomic<T> with native ops) or "bits" (atomic<u32> of f32 bits)."""
+        use = self.uses[i]
+        if not use.atomic:
+            return "none"
+        dtype = self.fn.args[i].type.dtype.name
+        if dtype == "float32":
+            native = self.target.float_atomic_add and use.atomic_kinds <= {"add", "xchg"}
+            return "native" if native else "bits"
+        return "native"
+
+    def element_type(self, i: int) -> str:
+        dtype = self.fn.args[i].type.dtype
+        mode = self.atomic_mode(i)
+        if mode == "bits":
+            return "atomic<u32>"
+        if mode == "native":
+            return f"atomic<{ty.storage(dtype)}>"
+        return ty.storage(dtype)
+
+    def read(self, ptr: Value, off: str) -> str:
+        i = ptr.type.ptr_base
+        buf, mode, dtype = self.buffers[i], self.atomic_mode(i), ptr.type.dtype
+        if mode == "native":
+            return f"atomicLoad(&{buf}[{off}])"
+        if mode == "bits":
+            return f"bitcast<f32>(atomicLoad(&{buf}[{off}]))"
+        return ty.from_storage(f"{buf}[{off}]", dtype)
+
+    def write(self, ptr: Value, off: str, value: str) -> str:
+        i = ptr.type.ptr_base
+        buf, mode, dtype = self.buffers[i], self.atomic_mode(i), ptr.type.dtype
+        if mode == "native":
+            return f"atomicStore(&{buf}[{off}], {value});"
+        if mode == "bits":
+            return f"atomicStore(&{buf}[{off}], bitcast<u32>({value}));"
+        return f"{buf}[{off}] = {ty.to_storage(value, dtype)};"
+
+    # ---- loads and stores ----
+
+    def load(self, op: Operation) -> None:
+        ptr, *rest = op.operands
+        mask = rest[0] if rest else None
+        other = rest[1] if len(rest) > 1 else None
+        dtype = ptr.type.dtype
+
+        def value_at(idx) -> str:
+            raw = self.read(ptr, self.ev(ptr, idx))
+            if mask is None:
+                return raw
+            fallback = self.ev(other, idx) if other is not None else ty.literal(0, dtype)
+            return f"select({fallback}, {raw}, {self.ev(mask, idx)})"
+
+        if not op.result.type.shape:
+            self.let(op.result, value_at(None))
+            return
+        priv = self.new_priv(op.result)
+        self.consume(priv.layout, op.result.type.shape, [ptr, mask, other],
+                     lambda idx: self.line(f"{priv.name}[{idx.owner[1]}] = {value_at(idx)};"))
+
+    def store(self, op: Operation) -> None:
+        ptr, value, *rest = op.operands
+        mask = rest[0] if rest else None
+
+        def store_at(idx) -> None:
+            text = self.write(ptr, self.ev(ptr, idx), self.ev(value, idx))
+            if mask is not None:
+                text = f"if ({self.ev(mask, idx)}) {{ {text} }}"
+            self.line(text)
+
+        if not ptr.type.shape:
+            self.line("if (lid == 0i) {")
+            self.depth += 1
+            self.with_memo(lambda: store_at(None))
+            self.depth -= 1
+            self.line("}")
+            return
+        shape = ptr.type.shape
+        layout = self.layout_for([value, ptr, mask], shape)
+        self.consume(layout, shape, [ptr, value, mask], store_at)
+
+    # ---- atomics ----
+
+    def rmw(self, ptr: Value, kind: str, off: str, val: str, cmp: str | None) -> str:
+        """Emit one atomic read-modify-write; returns the name holding the old value."""
+        i = ptr.type.ptr_base
+        buf, mode = self.buffers[i], self.atomic_mode(i)
+        old = self.fresh("old")
+        dtype = ptr.type.dtype
+        if kind == "cas":
+            c, v = (f"bitcast<u32>({cmp})", f"bitcast<u32>({val})") if mode == "bits" else \
+                (cmp, val)
+            r = self.fresh("cas")
+            self.line(f"var {r} = atomicCompareExchangeWeak(&{buf}[{off}], {c}, {v});")
+            self.line(f"loop {{ if ({r}.exchanged || {r}.old_value != {c}) {{ break; }} "
+                      f"{r} = atomicCompareExchangeWeak(&{buf}[{off}], {c}, {v}); }}")
+            value = f"bitcast<f32>({r}.old_value)" if mode == "bits" else f"{r}.old_value"
+            self.line(f"let {old} = {value};")
+            return old
+        if mode == "native":
+            self.line(f"let {old} = {RMW[kind]}(&{buf}[{off}], {val});")
+            return old
+        if kind == "xchg":
+            self.line(f"let {old} = bitcast<f32>(atomicExchange(&{buf}[{off}], "
+                      f"bitcast<u32>({val})));")
+            return old
+        bits = self.fresh("bits")
+        cur = f"bitcast<f32>({bits})"
+        new = {"add": f"{cur} + {val}",
+               "max": f"select({cur}, {val}, {val} > {cur} || {val} != {val})",
+               "min": f"select({cur}, {val}, {val} < {cur} || {val} != {val})"}[kind]
+        r = self.fresh("cas")
+        self.line(f"var {bits} = atomicLoad(&{buf}[{off}]);")
+        self.line("loop {")
+        self.line(f"    let {r} = atomicCompareExchangeWeak(&{buf}[{off}], {bits}, "
+                  f"bitcast<u32>({new}));")
+        self.line(f"    if ({r}.exchanged) {{ break; }}")
+        self.line(f"    {bits} = {r}.old_value;")
+        self.line("}")
+        self.line(f"let {old} = {cur};")
+        del dtype
+        return old
+
+    def atomic(self, op: Operation) -> None:
+        ptr, *rest = op.operands
+        if op.op.value == "atomic_cas":
+            kind, cmp, val, mask = "cas", rest[0], rest[1], None
+        else:
+            kind, cmp, val = op.attrs["kind"], None, rest[0]
+            mask = rest[1] if len(rest) > 1 else None
+        dtype = ptr.type.dtype
+        if dtype.is_bool:
+            raise UnsupportedError(f"target '{self.target.name}' has no atomic {kind} on "
+                                   f"{dtype.name}", op.loc)
+        t = ty.reg(op.result.type)
+        zero = ty.literal(0, dtype)
+
+        def rmw_at(idx, out: str) -> None:
+            off = self.ev(ptr, idx)
+            v = self.ev(val, idx)
+            c = self.ev(cmp, idx) if cmp is not None else None
+            if mask is not None:
+                self.line(f"var {out}: {t} = {zero};")
+                self.line(f"if ({self.ev(mask, idx)}) {{")
+                self.depth += 1
+                old = self.rmw(ptr, kind, off, v, c)
+                self.line(f"{out} = {old};")
+                self.depth -= 1
+                self.line("}")
+            else:
+                old = self.rmw(ptr, kind, off, v, c)
+                self.line(f"let {out} = {old};")
+
+        if not ptr.type.shape:
+            shared = self.broadcast_var(t)
+            self.line("if (lid == 0i) {")
+            self.depth += 1
+            out = self.fresh("old")
+            self.with_memo(lambda: rmw_at(None, out))
+            self.line(f"{shared} = {out};")
+            self.depth -= 1
+            self.line("}")
+            self.let(op.result, f"workgroupUniformLoad(&{shared})")
+            self.dirty = False
+            return
+        priv = self.new_priv(op.result)
+
+        def body(idx) -> None:
+            out = self.fresh("old")
+            rmw_at(idx, out)
+            self.line(f"{priv.name}[{idx.owner[1]}] = {out};")
+
+        self.consume(priv.layout, ptr.type.shape, [ptr, val, cmp, mask], body)
+
+    def broadcast_var(self, t: str) -> str:
+        if t not in self.broadcast_vars:
+            self.broadcast_vars[t] = f"bcast_{t}"
+        return self.broadcast_vars[t]
+
+    def check_workgroup_memory(self) -> None:
+        total = self.smem.bytes() + 8 * len(self.broadcast_vars)
+        if total > self.target.max_workgroup_bytes:
+            raise UnsupportedError(
+                f"kernel {self.fn.name} needs {total} bytes of workgroup memory on target "
+                f"'{self.target.name}', more than the {self.target.max_workgroup_bytes} the "
+                f"adapter has ({self.target.device})", self.fn.loc,
+                "use smaller tiles (BLOCK / BM / BN / BK)")

@@ -1,0 +1,104 @@
+"""WGSL expressions of elementwise ops, with the cpu target's semantics: Python floor
+division and modulo, float to int casts that truncate, NaN-propagating max and min."""
+
+from __future__ import annotations
+
+from ...ir import Op, Operation
+from . import codegen_types as ty
+from .codegen_f64 import F64_HELPERS, f64_call
+
+INFIX = {
+    Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.EQ: "==", Op.NE: "!=", Op.LT: "<",
+    Op.LE: "<=", Op.GT: ">", Op.GE: ">=",
+}
+MATH = {
+    Op.EXP: "exp", Op.EXP2: "exp2", Op.LOG: "log", Op.LOG2: "log2", Op.SQRT: "sqrt",
+    Op.RSQRT: "inverseSqrt", Op.SIN: "sin", Op.COS: "cos", Op.TANH: "tanh", Op.FLOOR: "floor",
+    Op.CEIL: "ceil",
+}
+# float64 math computed in software (codegen_f64): adapters lack it or get it wrong.
+F64_SOFTWARE = frozenset({Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SIN, Op.COS, Op.TANH, Op.ERF,
+                          Op.SIGMOID, Op.POW})
+
+
+class OpsMixin:
+    """``elementwise(op, args)``: the expression of one elementwise op on operand texts."""
+
+    def use_f64(self, name: str) -> str:
+        deps, text = F64_HELPERS[name]
+        for dep in deps:
+            self.use_f64(dep)
+        self.helpers.setdefault(name, text)
+        return name
+
+    def use_helper(self, kind: str, wgsl: str) -> str:
+        name, text = ty.helper(kind, wgsl)
+        self.helpers.setdefault(name, text)
+        return name
+
+    def elementwise(self, op: Operation, args: list[str]) -> str:  # noqa: C901 - one dispatch
+        kind = op.op
+        x = op.operands[0]
+        dtype = x.type.dtype
+        t = ty.reg(x.type)
+        if dtype.name == "float64" and kind in F64_SOFTWARE:
+            return f64_call(kind.value, args, self.use_f64)
+        if kind is Op.PTR_ADD:
+            off = args[1] if op.operands[1].type.dtype.name == "int32" else f"i32({args[1]})"
+            return off if args[0] == "0i" else f"({args[0]} + {off})"
+        if kind in INFIX:
+            a, b = args
+            if dtype.is_bool and kind in (Op.LT, Op.LE, Op.GT, Op.GE):
+                a, b = f"select(0i, 1i, {a})", f"select(0i, 1i, {b})"
+            return f"({a} {INFIX[kind]} {b})"
+        if kind in (Op.AND, Op.OR, Op.XOR):
+            a, b = args
+            if dtype.is_bool:
+                return f"({a} {'&' if kind is Op.AND else '|' if kind is Op.OR else '!='} {b})"
+            return f"({a} {'&' if kind is Op.AND else '|' if kind is Op.OR else '^'} {b})"
+        if kind in (Op.SHL, Op.SHR):
+            return f"({args[0]} {'<<' if kind is Op.SHL else '>>'} u32({args[1]}))"
+        if kind is Op.FLOORDIV:
+            if dtype.is_float:
+                return f"floor({args[0]} / {args[1]})"
+            if dtype.kind == "u":
+                return f"({args[0]} / {args[1]})"
+            return f"{self.use_helper('floordiv', t)}({args[0]}, {args[1]})"
+        if kind is Op.MOD:
+            if dtype.is_float:
+                return f"({args[0]} - {args[1]} * floor({args[0]} / {args[1]}))"
+            if dtype.kind == "u":
+                return f"({args[0]} % {args[1]})"
+            return f"{self.use_helper('floormod', t)}({args[0]}, {args[1]})"
+        if kind is Op.POW:
+            return f"{self.use_helper('pow', t)}({args[0]}, {args[1]})"
+        if kind in (Op.MAXIMUM, Op.MINIMUM):
+            a, b = args
+            cmp = ">" if kind is Op.MAXIMUM else "<"
+            if dtype.is_bool:
+                return f"({a} {'|' if kind is Op.MAXIMUM else '&'} {b})"
+            if dtype.is_float:  # NaN wins, as in NumPy
+                return f"select({a}, {b}, {b} {cmp} {a} || {b} != {b})"
+            return f"{'max' if kind is Op.MAXIMUM else 'min'}({a}, {b})"
+        if kind is Op.NEG:
+            return f"(-{args[0]})"
+        if kind is Op.NOT:
+            return f"(!{args[0]})" if dtype.is_bool else f"(~{args[0]})"
+        if kind is Op.ABS:
+            if dtype.is_bool or dtype.kind == "u":
+                return args[0]
+            return f"abs({args[0]})"
+        if kind in MATH:
+            return f"{MATH[kind]}({args[0]})"
+        if kind is Op.ERF:
+            return f"{self.use_helper('erf', t)}({args[0]})"
+        if kind is Op.SIGMOID:
+            one = ty.literal(1, dtype)
+            return f"({one} / ({one} + exp(-{args[0]})))"
+        if kind is Op.FMA:
+            return f"fma({args[0]}, {args[1]}, {args[2]})"
+        if kind is Op.WHERE:
+            return f"select({args[2]}, {args[1]}, {args[0]})"
+        if kind is Op.CAST:
+            return ty.convert(args[0], dtype, op.result.type.dtype)
+        raise AssertionError(f"wgsl codegen: {kind.value} is not elementwise")

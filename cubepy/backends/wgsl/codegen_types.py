@@ -1,0 +1,225 @@
+"""WGSL spellings of cubepy dtypes: register and storage types, literals, helper functions.
+
+Registers: float16 values live in ``f32`` registers (as on the cpu target: they are rounded at
+casts and stores), bool in ``bool``, pointers are ``i32`` element offsets into their binding.
+Storage follows ``buffers.py``: bool is one ``u32`` per element, float16 is ``f16``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from ...ir import Type
+from ...ir import dtypes as dt
+
+REG = {
+    "bool": "bool", "int32": "i32", "uint32": "u32", "int64": "i64", "float32": "f32",
+    "float16": "f32", "float64": "f64",
+}
+STORAGE = {
+    "bool": "u32", "int32": "i32", "uint32": "u32", "int64": "i64", "float32": "f32",
+    "float16": "f16", "float64": "f64",
+}
+
+# WGSL keywords and reserved words a kernel argument could be named after (others get a suffix).
+RESERVED = frozenset("""
+alias array atomic bitcast bool break case const const_assert continue continuing default
+diagnostic discard else enable f16 f32 f64 false fn for if i32 i64 let loop mat2x2 override
+ptr requires return sampler struct switch texture_1d true u32 u64 var vec2 vec3 vec4 while
+NULL Self abstract active alignas alignof as asm asm_fragment async attribute auto await become
+cast catch class co_await co_return co_yield coherent column_major common compile
+compile_fragment concept const_cast consteval constexpr constinit crate debugger decltype delete
+demote demote_to_helper do dynamic_cast enum explicit export extends extern external fallthrough
+filter final finally friend from fxgroup get goto groupshared highp impl implements import inline
+instanceof interface layout lowp macro macro_rules match mediump meta mod module move mut
+mutable namespace new nil noexcept noinline nointerpolation non_coherent noncoherent
+noperspective null nullptr of operator package packoffset partition pass patch pixelfragment
+precise precision premerge priv protected pub public readonly ref regardless register
+reinterpret_cast require resource restrict self set shared sizeof smooth snorm static
+static_assert static_cast std subroutine super target template this thread_local throw trait
+try type typedef typeid typename typeof union unless unorm unsafe unsized use using varying
+virtual volatile wgsl where with writeonly yield
+main lid params wid nwg
+""".split())
+
+
+def reg(t: Type | dt.DType) -> str:
+    """The WGSL type of a value in registers (pointers are i32 offsets)."""
+    if isinstance(t, Type):
+        if t.is_ptr:
+            return "i32"
+        t = t.dtype
+    return REG[t.name]
+
+
+def storage(dtype: dt.DType) -> str:
+    return STORAGE[dtype.name]
+
+
+def ident(name: str) -> str:
+    """``name`` as a WGSL identifier (reserved words and odd characters replaced)."""
+    base = re.sub(r"\W", "_", name) or "v"
+    if base[0].isdigit():
+        base = "v" + base
+    if base.startswith("__"):
+        base = "u" + base
+    if base in RESERVED:
+        base += "_"
+    return base
+
+
+def _f32_text(value: float) -> str:
+    v = float(np.float32(value))
+    if math.isnan(v):
+        return "bitcast<f32>(0x7fc00000u)"
+    if math.isinf(v):
+        return "bitcast<f32>(0x7f800000u)" if v > 0 else "bitcast<f32>(0xff800000u)"
+    text = repr(v)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return f"{text}f"
+
+
+def _f64_text(value: float) -> str:
+    v = float(value)
+    if math.isnan(v):
+        return "bitcast<f64>(0x7ff8000000000000lu)"
+    if math.isinf(v):
+        return "bitcast<f64>(0x7ff0000000000000lu)" if v > 0 else \
+            "bitcast<f64>(0xfff0000000000000lu)"
+    text = repr(v)
+    if "e" not in text and "." not in text:
+        text += ".0"
+    return f"{text}lf"
+
+
+def literal(value: object, dtype: dt.DType) -> str:
+    """A WGSL expression of ``value`` in the register type of ``dtype``."""
+    name = dtype.name
+    if name == "bool":
+        return "true" if bool(value) else "false"
+    if name == "float32":
+        return _f32_text(float(value))
+    if name == "float16":  # rounded to float16 once, kept in an f32 register
+        return _f32_text(float(np.float16(float(value))))
+    if name == "float64":
+        return _f64_text(float(value))
+    v = int(value)
+    if name == "int32":
+        v = (v + 2**31) % 2**32 - 2**31
+        return f"{v}i" if v > -(2**31) else "i32(-2147483647i - 1i)"
+    if name == "uint32":
+        return f"{v % 2**32}u"
+    if name == "int64":
+        v = (v + 2**63) % 2**64 - 2**63
+        return f"{v}li" if v > -(2**63) else "i64(-9223372036854775807li - 1li)"
+    raise TypeError(f"no WGSL literal for {name}")
+
+
+def zero(t: Type | dt.DType) -> str:
+    dtype = t.dtype if isinstance(t, Type) else t
+    if isinstance(t, Type) and t.is_ptr:
+        return "0i"
+    return literal(0, dtype)
+
+
+def lowest(dtype: dt.DType) -> str:
+    """The identity of max: -inf or the smallest integer."""
+    if dtype.is_float:
+        return literal(float("-inf"), dtype)
+    if dtype.is_bool:
+        return "false"
+    if dtype.kind == "u":
+        return literal(0, dtype)
+    return literal(-(2 ** (dtype.bits - 1)), dtype)
+
+
+def highest(dtype: dt.DType) -> str:
+    """The identity of min: +inf or the largest integer."""
+    if dtype.is_float:
+        return literal(float("inf"), dtype)
+    if dtype.is_bool:
+        return "true"
+    if dtype.kind == "u":
+        return literal(2**dtype.bits - 1, dtype)
+    return literal(2 ** (dtype.bits - 1) - 1, dtype)
+
+
+def convert(expr: str, src: dt.DType, dst: dt.DType) -> str:
+    """``expr`` (a register value of ``src``) converted to ``dst`` as the cpu target does:
+    floats truncate toward zero into integers, anything nonzero is true."""
+    if src == dst:
+        return expr
+    s, d = REG[src.name], REG[dst.name]
+    if dst.is_bool:
+        return f"({expr} != {literal(0, src)})"
+    if src.is_bool:
+        return f"select({literal(0, dst)}, {literal(1, dst)}, {expr})"
+    if dst.name == "float16":  # round to float16, keep in f32
+        inner = expr if s == "f32" else f"f32({expr})"
+        return f"f32(f16({inner}))"
+    if s == d:
+        return expr
+    if s == "u32" and d == "i64":  # naga sign-extends u32 -> i64
+        return f"(i64({expr}) & 4294967295li)"
+    return f"{d}({expr})"
+
+
+def to_storage(expr: str, dtype: dt.DType) -> str:
+    if dtype.is_bool:
+        return f"select(0u, 1u, {expr})"
+    if dtype.name == "float16":
+        return f"f16({expr})"
+    return expr
+
+
+def from_storage(expr: str, dtype: dt.DType) -> str:
+    if dtype.is_bool:
+        return f"({expr} != 0u)"
+    if dtype.name == "float16":
+        return f"f32({expr})"
+    return expr
+
+
+# Helper functions emitted once per module when used; `{T}` is the register type.
+HELPERS = {
+    "floordiv": """fn floordiv_{T}(a: {T}, b: {T}) -> {T} {{
+    let q = a / b;
+    if ((a % b != {Z}) && ((a < {Z}) != (b < {Z}))) {{ return q - {O}; }}
+    return q;
+}}""",
+    "floormod": """fn floormod_{T}(a: {T}, b: {T}) -> {T} {{
+    let r = a % b;
+    if ((r != {Z}) && ((r < {Z}) != (b < {Z}))) {{ return r + b; }}
+    return r;
+}}""",
+    "pow": """fn pow_{T}(a: {T}, b: {T}) -> {T} {{
+    // pow() of WGSL is undefined for a < 0: integer exponents keep their sign rule.
+    if (b == {Z}) {{ return {O}; }}
+    if (a < {Z} && b == floor(b)) {{
+        let r = pow(-a, b);
+        return select(r, -r, fract(b * 0.5) != {Z});
+    }}
+    return pow(a, b);
+}}""",
+    "erf": """fn erf_{T}(x: {T}) -> {T} {{
+    // |error| < 1.2e-7 (Numerical Recipes' erfc by a Chebyshev fit).
+    let z = abs(x);
+    let t = {O} / ({O} + 0.5 * z);
+    let p = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
+        + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
+        + t * (-0.82215223 + t * 0.17087277))))))));
+    let r = {O} - t * exp(p);
+    return select(-r, r, x >= {Z});
+}}""",
+}
+
+
+def helper(kind: str, t: str) -> tuple[str, str]:
+    """(function name, WGSL text) of a helper for register type ``t``."""
+    zero_, one = {"i32": ("0i", "1i"), "u32": ("0u", "1u"), "i64": ("0li", "1li"),
+                  "f32": ("0.0f", "1.0f"), "f64": ("0.0lf", "1.0lf")}[t]
+    return f"{kind}_{t}", HELPERS[kind].format(T=t, Z=zero_, O=one)

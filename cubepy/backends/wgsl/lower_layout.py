@@ -1,0 +1,236 @@
+"""How tiles are spread over the invocations of a workgroup, and which tiles are materialized.
+
+A cube is one workgroup of ``W`` invocations; ``lid`` is the local invocation index. A tile that
+is *materialized* lives in a private array ``array<T, K>`` of every invocation, in a layout:
+
+- ``Std(N)``: invocation ``lid`` owns the flat (row-major) elements ``e = lid + k*W``,
+  ``k < K = ceil(N/W)``. Consecutive invocations own consecutive elements, so loads and stores
+  coalesce. Two tiles with the same element count share this layout (a reshape is free).
+- ``Blocked(M, N, TM, TN, RM, RN)``: a 2-D tile; invocations form a TM x TN grid and each owns
+  an RM x RN register block, strided: element ``(rm*TM + lid/TN, rn*TN + lid%TN)`` is slot
+  ``k = rm*RN + rn``. ``dot`` produces its result in this layout (register blocking).
+
+Every other tile is *lazy*: an expression of its element index, computed where it is used
+(arange, full, elementwise chains, broadcasts, reshapes and permutes of those).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...ir import Block, Function, Op, Operation, Value, walk
+from ...ir.ops import ELEMENTWISE
+
+MATERIALIZED = frozenset({Op.LOAD, Op.ATOMIC, Op.ATOMIC_CAS, Op.REDUCE, Op.ARGREDUCE, Op.SCAN,
+                          Op.DOT})
+MAX_BLOCK = 64  # registers of a dot's accumulator block per invocation
+
+
+@dataclass(frozen=True)
+class Std:
+    n: int
+    w: int
+
+    @property
+    def slots(self) -> int:
+        return -(-self.n // self.w)
+
+
+@dataclass(frozen=True)
+class Blocked:
+    m: int
+    n: int
+    tm: int
+    tn: int
+    rm: int
+    rn: int
+    contig: bool = False  # blocks of RM x RN adjacent elements (vec4 reads) instead of strided
+
+    @property
+    def slots(self) -> int:
+        return self.rm * self.rn
+
+    def row(self, rm: int) -> str:
+        """The row of slot row ``rm`` of invocation ``lid`` (an i32 expression). Contiguous
+        blocks are quads of 4 rows, quad q of every invocation in the q-th part of the tile."""
+        if self.contig:
+            return f"({(rm // 4) * 4 * self.tm + rm % 4}i + (lid / {self.tn}i) * 4i)"
+        return f"({rm * self.tm}i + lid / {self.tn}i)" if rm else f"(lid / {self.tn}i)"
+
+    def col(self, rn: int) -> str:
+        if self.contig:
+            return f"({(rn // 4) * 4 * self.tn + rn % 4}i + (lid % {self.tn}i) * 4i)"
+        return f"({rn * self.tn}i + lid % {self.tn}i)" if rn else f"(lid % {self.tn}i)"
+
+
+Layout = Std | Blocked
+
+
+def blocked_for(m: int, n: int, w: int, vec4: bool = False) -> Layout:
+    """The register-blocked layout of an m x n dot result on ``w`` invocations (``vec4``:
+    contiguous blocks when they are multiples of 4, for vector reads of the operands)."""
+    per = max(1, (m * n) // w)
+    rn = 1 << ((per.bit_length() - 1 + 1) // 2)
+    rm = per // rn
+    rn, rm = min(rn, n), min(rm, m)
+    if rm * rn * w < m * n and rm * rn < per:  # a thin tile: grow the other side
+        rm = min(m, per // rn)
+    tm, tn = m // rm, n // rn
+    if tm * tn > w:
+        return Std(m * n, w)
+    return Blocked(m, n, tm, tn, rm, rn, vec4 and rm % 4 == 0 and rn % 4 == 0)
+
+
+def numel(value: Value) -> int:
+    return value.type.numel
+
+
+def max_tile(fn: Function) -> tuple[int, int]:
+    """(largest tile, largest dot result) element counts in ``fn``."""
+    biggest, biggest_dot = 1, 0
+    for op in walk(fn.body):
+        for v in [*op.results, *op.operands]:
+            biggest = max(biggest, v.type.numel)
+        if op.op is Op.DOT:
+            biggest_dot = max(biggest_dot, op.result.type.numel)
+    return biggest, biggest_dot
+
+
+def choose_workgroup_size(fn: Function, options: dict, max_invocations: int) -> int:
+    """W: the ``workgroup_size`` option, else 32 * ``num_warps``, else from the tile sizes."""
+    biggest, biggest_dot = max_tile(fn)
+    if options.get("workgroup_size"):
+        w = int(options["workgroup_size"])
+    elif options.get("num_warps"):
+        w = 32 * int(options["num_warps"])
+    else:
+        w = min(256, biggest)
+        if biggest_dot:
+            w = max(w, min(256, biggest_dot))
+    w = max(w, -(-biggest_dot // MAX_BLOCK))  # at most MAX_BLOCK accumulators per invocation
+    w = 1 << max(0, (w - 1).bit_length())  # a power of two
+    return max(1, min(w, max_invocations, 1 << max(0, (biggest - 1).bit_length())))
+
+
+class Layouts:
+    """The layout of every materialized tile of a function (see the module docstring)."""
+
+    def __init__(self, fn: Function, w: int, vec4_dot: bool = True):
+        self.w = w
+        self.vec4_dot = vec4_dot
+        self.of: dict[int, Layout] = {}
+        self.carried: dict[int, list[Value]] = {}  # block arg / result id -> group of values
+        self._users: dict[int, list[Operation]] = {}
+        for op in walk(fn.body):
+            for v in op.operands:
+                self._users.setdefault(v.id, []).append(op)
+        self._assign(fn.body)
+        self._assign(fn.body)  # again: loads see the layouts of tiles defined after them
+
+    def users(self, value: Value) -> list[Operation]:
+        """The ops that read ``value`` directly."""
+        return self._users.get(value.id, [])
+
+    def std(self, n: int) -> Std:
+        return Std(n, self.w)
+
+    def _assign(self, block: Block) -> None:
+        for op in block.ops:
+            for region in op.regions:
+                self._assign(region)
+            if op.op is Op.DOT:
+                m, n = op.result.type.shape
+                vec4 = self.vec4_dot and op.result.type.dtype.name == "float32" and \
+                    op.operands[0].type.dtype.name in ("float32", "float16")
+                self.of[op.result.id] = blocked_for(m, n, self.w, vec4)
+            elif op.op in (Op.LOAD, Op.ATOMIC, Op.ATOMIC_CAS) and op.result.type.shape:
+                self.of[op.result.id] = self._load_layout(op.result)
+            elif op.op in MATERIALIZED and op.results and op.result.type.shape:
+                self.of[op.result.id] = self.std(numel(op.result))
+            elif op.op in (Op.FOR, Op.WHILE, Op.IF):
+                self._assign_carried(op)
+
+    def _load_layout(self, value: Value) -> Layout:
+        """A loaded tile added to a register-blocked tile is loaded in its layout."""
+        for user in self._users.get(value.id, []):
+            if user.op in ELEMENTWISE:
+                for other in user.operands:
+                    layout = self.of.get(other.id)
+                    if isinstance(layout, Blocked) and other.type.shape == value.type.shape:
+                        return layout
+        return self.std(numel(value))
+
+    def _assign_carried(self, op: Operation) -> None:
+        if op.op is Op.FOR:
+            inits = op.operands[3:]
+            groups = [[r, op.regions[0].args[i + 1]] for i, r in enumerate(op.results)]
+            yields = [op.regions[0].terminator.operands]
+        elif op.op is Op.WHILE:
+            inits = op.operands
+            groups = [[r, op.regions[0].args[i], op.regions[1].args[i]]
+                      for i, r in enumerate(op.results)]
+            yields = [op.regions[1].terminator.operands]
+        else:
+            inits = [None] * len(op.results)
+            groups = [[r] for r in op.results]
+            yields = [region.terminator.operands for region in op.regions]
+        for i, group in enumerate(groups):
+            if not group[0].type.shape:
+                continue
+            layout = None
+            for ys in yields:
+                layout = layout or self.layout_of(ys[i])
+            if layout is None and inits[i] is not None:
+                layout = self.layout_of(inits[i])
+            layout = layout or self.std(numel(group[0]))
+            for v in group:
+                self.of[v.id] = layout
+                self.carried[v.id] = group
+
+    def layout_of(self, value: Value, depth: int = 0) -> Layout | None:
+        """The layout of a materialized tile, or of the first materialized tile a lazy
+        elementwise chain reads element by element (None when it reads none)."""
+        if value.id in self.of:
+            return self.of[value.id]
+        owner = value.owner
+        if owner is None or depth > 64 or not value.type.shape:
+            return None
+        if owner.op in ELEMENTWISE:
+            for operand in owner.operands:
+                if operand.type.shape == value.type.shape:
+                    layout = self.layout_of(operand, depth + 1)
+                    if layout is not None:
+                        return layout
+        if owner.op in (Op.RESHAPE, Op.EXPAND_DIMS):
+            layout = self.layout_of(owner.operands[0], depth + 1)
+            if isinstance(layout, Std):
+                return layout
+        return None
+
+
+@dataclass
+class BufferUse:
+    read: bool = False
+    written: bool = False
+    atomic_kinds: set[str] | None = None
+
+    @property
+    def atomic(self) -> bool:
+        return bool(self.atomic_kinds)
+
+
+def buffer_uses(fn: Function) -> dict[int, BufferUse]:
+    """How the kernel uses each array argument (by argument index)."""
+    uses = {i: BufferUse() for i, a in enumerate(fn.args) if a.type.is_ptr}
+    for op in walk(fn.body):
+        if op.op in (Op.LOAD, Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS):
+            use = uses[op.operands[0].type.ptr_base]
+            if op.op is Op.LOAD:
+                use.read = True
+            elif op.op is Op.STORE:
+                use.written = True
+            else:
+                use.read = use.written = True
+                use.atomic_kinds = (use.atomic_kinds or set()) | {
+                    op.attrs.get("kind", "cas") if op.op is Op.ATOMIC else "cas"}
+    return uses

@@ -1,0 +1,1 @@
+"""Short runnable programs to copy from; their kernels are importable (``examples.matmul``)."""

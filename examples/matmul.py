@@ -1,0 +1,188 @@
+"""Tiled matrix multiplication: Triton's third tutorial in cubepy.
+
+    python examples/matmul.py [--target cpu|cpu:debug|triton|wgsl] [--m M --n N --k K]
+
+C (M, N) = activation(A (M, K) @ B (K, N)) for row-major matrices of float16, bfloat16 or
+float32, accumulated in float32. Each cube computes one BLOCK_M x BLOCK_N tile of C, stepping
+through K in BLOCK_K slices; ``cube.dot`` uses tensor cores where the target has them.
+
+Cubes are numbered so that GROUP_M consecutive ones walk down a column of C tiles before moving
+right ("super-grouping"): the cubes running at the same time then share rows of A and columns
+of B, which stay in the L2 cache. Ragged M, N and K are handled by masks, left out of the K loop
+when every tile is whole (EVEN). Exits non-zero if a result differs from NumPy.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+import cubepy as cube
+
+try:
+    from . import common
+except ImportError:  # run as a script: python examples/matmul.py
+    import common
+
+ACTIVATIONS = ("", "relu", "leaky_relu", "gelu")
+
+
+@cube.func
+def activate(acc, ACTIVATION: cube.Comptime[str]):
+    # Folded at compile time: only the chosen activation is generated.
+    if ACTIVATION == "relu":
+        acc = cube.maximum(acc, 0.0)
+    if ACTIVATION == "leaky_relu":
+        acc = cube.where(acc >= 0.0, acc, 0.01 * acc)
+    if ACTIVATION == "gelu":
+        acc = acc * 0.5 * (1.0 + cube.erf(acc * 0.7071067811865476))
+    return acc
+
+
+@cube.kernel
+def matmul_kernel(a, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+                  stride_cn, BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
+                  BLOCK_K: cube.Comptime[int], GROUP_M: cube.Comptime[int],
+                  EVEN: cube.Comptime[bool], ACTIVATION: cube.Comptime[str]):
+    # Cube number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
+    pid = cube.cube_pos(0)
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M  # cube.cdiv, which kernels cannot call yet
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = cube.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
+    rk = cube.arange(0, BLOCK_K)
+    a_rows = rm[:, None] * stride_am
+    b_cols = rn[None, :] * stride_bn
+    acc = cube.zeros((BLOCK_M, BLOCK_N), cube.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ka = k0 + rk
+        if EVEN:  # every tile is whole: no masks in the inner loop
+            a_tile = cube.load(a + a_rows + ka[None, :] * stride_ak)
+            b_tile = cube.load(b + ka[:, None] * stride_bk + b_cols)
+        else:
+            a_tile = cube.load(a + a_rows + ka[None, :] * stride_ak,
+                               mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+            b_tile = cube.load(b + ka[:, None] * stride_bk + b_cols,
+                               mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = cube.dot(a_tile, b_tile, acc)
+    acc = activate(acc, ACTIVATION)
+    # The store rounds the float32 accumulator to C's dtype.
+    cube.store(c + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+               mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@dataclass(frozen=True)
+class Config:
+    """Tile sizes and Triton launch options of one matmul launch."""
+
+    block_m: int = 64
+    block_n: int = 64
+    block_k: int = 32
+    group_m: int = 8
+    num_warps: int | None = None  # None: the target's default
+    num_stages: int | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m}"
+        if self.num_warps is not None:
+            text += f" w{self.num_warps}"
+        return text + (f" s{self.num_stages}" if self.num_stages is not None else "")
+
+    def options(self) -> dict:
+        """The launch options this config sets (Triton's num_warps and num_stages)."""
+        return {k: v for k, v in (("num_warps", self.num_warps), ("num_stages", self.num_stages))
+                if v is not None}
+
+
+def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
+           target: str | None = None, **options) -> None:
+    """``c = activation(a @ b)`` for contiguous row-major 2-D arrays on one device.
+
+    ``options`` go to the launch (e.g. ``allow_tf32=True`` on Triton for float32 inputs, or
+    ``workgroup_size`` on wgsl).
+    """
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2 or tuple(c.shape) != (m, n):
+        raise ValueError(f"shapes do not fit: {a.shape} @ {b.shape} -> {c.shape}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation {activation!r}: choose one of {ACTIVATIONS}")
+    if target is not None:
+        options["target"] = target
+    grid = (cube.cdiv(m, config.block_m) * cube.cdiv(n, config.block_n),)
+    even = m % config.block_m == 0 and n % config.block_n == 0 and k % config.block_k == 0
+    matmul_kernel[grid](
+        a, b, c, m, n, k, k, 1, n, 1, n, 1,
+        BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
+        GROUP_M=config.group_m, EVEN=even, ACTIVATION=activation,
+        **config.options(), **options)
+
+
+def matmul_reference(a: np.ndarray, b: np.ndarray, activation: str = "") -> np.ndarray:
+    """``activation(a @ b)`` in float64 NumPy."""
+    acc = a.astype(np.float64) @ b.astype(np.float64)
+    if activation == "relu":
+        return np.maximum(acc, 0.0)
+    if activation == "leaky_relu":
+        return np.where(acc >= 0.0, acc, 0.01 * acc)
+    if activation == "gelu":
+        erf = np.vectorize(math.erf)
+        return acc * 0.5 * (1.0 + erf(acc / math.sqrt(2.0)))
+    return acc
+
+
+def check(target: str, m: int = 300, n: int = 200, k: int = 150, dtype: str = "float16",
+          activation: str = "", config: Config = Config(), seed: int = 0) -> bool:
+    """A random product on ``target`` against NumPy in float64 (UnsupportedError when the target
+    has no ``dtype``)."""
+    rng = np.random.default_rng(seed)
+    a_host = rng.uniform(-1, 1, (m, k)).astype(common.np_dtype(dtype))
+    b_host = rng.uniform(-1, 1, (k, n)).astype(common.np_dtype(dtype))
+    a, b = common.to_device(a_host, target), common.to_device(b_host, target)
+    c = common.empty((m, n), dtype, like=a)
+    matmul(a, b, c, config=config, activation=activation, target=target)
+    want = matmul_reference(a_host, b_host, activation)
+    # Products are exact in float32 and sums of k of them are off by about sqrt(k) ulps; then C
+    # is rounded to its dtype (half an ulp of values up to about 2 sqrt(k)).
+    ulp = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
+    tol = 1e-6 * math.sqrt(k) + ulp * max(1.0, math.sqrt(k))
+    name = f"matmul {m}x{n}x{k} {dtype}{' + ' + activation if activation else ''} ({config})"
+    return common.report(name, common.max_error(c, want), tol)
+
+
+def main(argv: list[str] | None = None) -> int:
+    def extra(parser):
+        parser.add_argument("--m", type=int)
+        parser.add_argument("--n", type=int)
+        parser.add_argument("--k", type=int)
+
+    args = common.parse_args(__doc__.splitlines()[0], argv, extra)
+    small = common.small(args.target)
+    m = args.m or (130 if small else 515)
+    n = args.n or (100 if small else 387)
+    k = args.k or (70 if small else 300)
+    # Big tiles suit GPUs and the CPU target (one BLAS call per tile pair); small ones keep
+    # interpreters quick. Both leave ragged edges on M, N and K.
+    config = Config(32, 32, 32, 4) if small else Config(64, 64, 32, 8)
+    print(f"matmul on target {args.target!r}")
+    ok = common.run_dtypes(["float16", "bfloat16", "float32"],
+                           lambda dtype: check(args.target, m, n, k, dtype, config=config))
+    ok &= check(args.target, m, n, k, "float32", activation="leaky_relu", config=config)
+    ok &= check(args.target, m, n, k, "float32", activation="gelu", config=config)
+    # Whole tiles only: the kernel's mask-free (EVEN) loop.
+    ok &= check(args.target, 4 * config.block_m, 2 * config.block_n, 3 * config.block_k,
+                "float32", activation="relu", config=config)
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""The on-disk cache: corrupt files and entries, other versions, edited config lists, shipped
+results, and processes that share the cache (one after the other, and at once)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from autotune_kernels import ADD_CONFIGS, add_inputs, add_kernel, make_add, run_add
+
+import cubepy as cube
+from cubepy.autotune import AutotuneCacheWarning, cache
+
+HERE = Path(__file__).resolve().parent
+
+# A child process: tune add for each size in argv[2] (after meeting its sibling at the
+# barrier folder argv[1], unless it is "-") and print its counters as JSON.
+CHILD = """
+import json, os, pathlib, sys, time
+sys.path.insert(0, HERE)
+import autotune_kernels as K
+from cubepy.autotune import STATS
+barrier, sizes = sys.argv[1], [int(s) for s in sys.argv[2].split(",")]
+tuned = K.make_add()
+if barrier != "-":
+    pathlib.Path(barrier, f"ready-{os.getpid()}").touch()
+    deadline = time.monotonic() + 60
+    while len(list(pathlib.Path(barrier).glob("ready-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+for n in sizes:
+    K.run_add(tuned, n)
+print(json.dumps(STATS.as_dict()))
+""".replace("HERE", repr(str(HERE)), 1)
+
+
+def _only_file(cache_dir: Path) -> Path:
+    (path,) = (cache_dir / "autotune").glob("*.json")
+    return path
+
+
+def _edit_entry(path: Path, **changes: object) -> None:
+    doc = json.loads(path.read_text())
+    (entry_id,) = doc["entries"]
+    doc["entries"][entry_id].update(changes)
+    path.write_text(json.dumps(doc))
+
+
+def _warm_kernels() -> None:
+    """Compile add's specializations here, so that child processes load them from disk."""
+    x, y, out = add_inputs(8)
+    for cfg in ADD_CONFIGS:
+        add_kernel[(1,)](x, y, out, 8, **cfg.launch_kwargs())
+
+
+def _spawn(barrier: str, sizes: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, barrier, sizes],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+
+
+def _finish(proc: subprocess.Popen) -> dict[str, int]:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_corrupt_file_is_ignored_retuned_and_rewritten(cache_dir):
+    run_add(make_add(), 1000)
+    path = _only_file(cache_dir)
+    path.write_text('{"format": 1, "entries": {')  # a torn or hand-mangled file
+    tuned = make_add()
+    with pytest.warns(AutotuneCacheWarning, match="corrupt"):
+        run_add(tuned, 1000)
+    assert tuned.stats.tunings == 1 and tuned.stats.cache_hits == 0
+    doc = json.loads(path.read_text())
+    assert len(doc["entries"]) == 1 and doc["kernel"] == "autotune_kernels.add_kernel"
+    reread = make_add()
+    run_add(reread, 1000)
+    assert reread.stats.cache_hits == 1 and reread.stats.tunings == 0
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"best_index": "first"}, "corrupt"),
+        ({"best_index": 7}, "not in the config list"),
+        ({"cubepy": "0.0.1"}, "tuned by cubepy 0.0.1"),
+    ],
+)
+def test_bad_or_foreign_entry_is_retuned(cache_dir, changes, message):
+    run_add(make_add(), 1000)
+    path = _only_file(cache_dir)
+    _edit_entry(path, **changes)
+    tuned = make_add()
+    with pytest.warns(AutotuneCacheWarning, match=message):
+        run_add(tuned, 1000)
+    assert tuned.stats.tunings == 1
+    (entry,) = json.loads(path.read_text())["entries"].values()
+    assert entry["cubepy"] == cube.__version__ and isinstance(entry["best_index"], int)
+
+
+def test_changed_config_list_retunes(cache_dir):
+    run_add(make_add(), 1000)
+    edited = [ADD_CONFIGS[2], ADD_CONFIGS[1]]
+    tuned = make_add(edited)
+    run_add(tuned, 1000)
+    assert tuned.stats.tunings == 1 and tuned.stats.cache_hits == 0
+    (entry,) = json.loads(_only_file(cache_dir).read_text())["entries"].values()
+    assert entry["configs_checksum"] == tuned.checksum and len(entry["timings"]) == 2
+    same = make_add(edited)
+    run_add(same, 1000)
+    assert same.stats.cache_hits == 1 and same.stats.tunings == 0
+
+
+def test_shipped_results_are_used_read_only(cache_dir):
+    run_add(make_add(), 1000)
+    device = json.loads(_only_file(cache_dir).read_text())["device"]
+    (shipped,) = cache.export(device, cache.SHIPPED_DIR)
+    assert not list(cache.SHIPPED_DIR.glob("*.lock"))
+    cache.clear(cache.user_dir())
+    tuned = make_add()
+    run_add(tuned, 1000)
+    assert tuned.stats.cache_hits == 1 and tuned.stats.tunings == 0
+    assert not list((cache_dir / "autotune").glob("*.json"))  # nothing copied or rewritten
+    assert json.loads(shipped.read_text())["device"] == device
+
+
+def test_cache_hit_across_processes(cache_dir):
+    _warm_kernels()
+    first = _finish(_spawn("-", "1000"))
+    assert first["tunings"] == 1 and first["benchmark_runs"] > 0
+    second = _finish(_spawn("-", "1000"))
+    assert second["tunings"] == 0 and second["benchmark_runs"] == 0
+    assert second["cache_hits"] == 1
+
+
+def test_two_processes_tuning_at_once(cache_dir, tmp_path):
+    _warm_kernels()
+    procs = [_spawn(str(tmp_path), "1000,3000"), _spawn(str(tmp_path), "1000,9000")]
+    stats = [_finish(p) for p in procs]
+    assert all(s["tunings"] + s["cache_hits"] == 2 for s in stats)
+    doc = json.loads(_only_file(cache_dir).read_text())  # valid JSON, every key merged in
+    sizes = sorted(e["key"]["sizes"]["n"] for e in doc["entries"].values())
+    assert sizes == [1024, 4096, 16384]
+    assert not list((cache_dir / "autotune").glob("*.tmp"))

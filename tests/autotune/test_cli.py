@@ -1,0 +1,56 @@
+"""``python -m cubepy.autotune``: list, show, clear and export."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from autotune_kernels import make_add, run_add
+
+from cubepy.autotune import cache
+from cubepy.autotune.__main__ import main
+
+
+def test_list_show_export_clear(cache_dir, tmp_path, capsys):
+    tuned = make_add()
+    run_add(tuned, 1000)
+    run_add(tuned, 3000)
+    device = tuned.last_key.device
+
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "autotune_kernels.add_kernel" in out and "2 entries" in out and device in out
+
+    assert main(["show", "add_kernel"]) == 0
+    out = capsys.readouterr().out
+    assert "key n=1024" in out and "key n=4096" in out and "best Config(BLOCK=" in out
+    assert out.count("#0 Config(BLOCK=64)") == 2  # every timing is shown
+
+    out_dir = tmp_path / "shipped_here"
+    assert main(["export", "--device", device, "--out", str(out_dir)]) == 0
+    (exported,) = out_dir.glob("*")  # one JSON file, no lock or temp files left
+    doc = json.loads(exported.read_text())
+    assert doc["device"] == device and len(doc["entries"]) == 2
+    assert main(["export", "--device", "no such device", "--out", str(out_dir)]) == 1
+
+    assert main(["clear", "nothing-matches"]) == 0
+    assert len(cache.cache_files(cache.user_dir())) == 1
+    assert main(["clear"]) == 0
+    assert cache.cache_files(cache.user_dir()) == []
+    capsys.readouterr()
+    assert main(["show"]) == 0
+    assert "no matching entries" in capsys.readouterr().out
+
+
+def test_module_runs_as_a_program(cache_dir):
+    result = subprocess.run(
+        [sys.executable, "-m", "cubepy.autotune", "list"],
+        text=True,
+        capture_output=True,
+        env=dict(os.environ),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"user cache: {cache_dir / 'autotune'}" in result.stdout

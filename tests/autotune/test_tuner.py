@@ -1,0 +1,225 @@
+"""The autotuner in one process: keys, checks of candidates, prune, defaults, host functions."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from autotune_kernels import (
+    ADD_CONFIGS,
+    MATMUL_CONFIGS,
+    add_inputs,
+    add_kernel,
+    make_add,
+    matmul,
+    run_add,
+)
+
+import cubepy as cube
+from cubepy import config
+from cubepy.autotune import AutotuneWarning, TuneContext, bench, cache, key, pow2_anchor
+
+
+def _entries(cache_dir: Path) -> list[dict]:
+    files = sorted((cache_dir / "autotune").glob("*.json"))
+    return [e for f in files for e in json.loads(f.read_text())["entries"].values()]
+
+
+def _grid(n: int):
+    return lambda meta: (cube.cdiv(n, meta["BLOCK"]),)
+
+
+def test_anchors_and_layout_classes():
+    assert [pow2_anchor(n) for n in (1, 2, 3, 1000, 1020, 1024, 3000)] == [
+        1,
+        2,
+        4,
+        1024,
+        1024,
+        1024,
+        4096,
+    ]
+    a = np.zeros((4, 6), np.float32)
+    assert [key.layout_class(v) for v in (a, a.T, a[:, ::2], a[:1])] == ["c", "f", "s", "c"]
+
+
+def test_sizes_in_one_bucket_share_a_result(cache_dir):
+    tuned = make_add()
+    run_add(tuned, 1000)
+    assert tuned.stats.tunings == 1 and tuned.stats.benchmark_runs > 0
+    first_key = tuned.last_key
+    run_add(tuned, 1020)  # the same bucket (1024): reused, not retuned
+    assert tuned.stats.tunings == 1 and tuned.stats.memory_hits == 1
+    assert tuned.last_key.id == first_key.id
+    run_add(tuned, 3000)  # bucket 4096: tuned on its own
+    assert tuned.stats.tunings == 2 and tuned.last_key.id != first_key.id
+    entries = _entries(cache_dir)
+    assert sorted(e["key"]["sizes"]["n"] for e in entries) == [1024, 4096]
+    for entry in entries:
+        assert entry["key"]["target"] == "cpu" and entry["key"]["device"].startswith("cpu: ")
+        assert entry["key"]["arrays"] == {"x": "float32/c", "y": "float32/c", "out": "float32/c"}
+        assert entry["best"] == ADD_CONFIGS[entry["best_index"]].as_json()
+        assert all(t["median_s"] > 0 for t in entry["timings"] if t["status"] == "ok")
+    fresh = make_add()  # a new process would see the same: the disk cache answers
+    run_add(fresh, 1010)
+    assert fresh.stats.tunings == 0 and fresh.stats.cache_hits == 1
+
+
+def test_arrays_restored_between_candidates():
+    n = 1000
+    x, y, _ = add_inputs(n)
+    expected = x + y
+    tuned = make_add()
+    tuned[_grid(n)](x, y, y, n)  # in place: y += x, exactly once despite tuning
+    assert tuned.stats.tunings == 1
+    np.testing.assert_array_equal(y, expected)
+
+
+def test_wrong_candidate_rejected(cache_dir):
+    configs = [cube.Config(BLOCK=64), cube.Config(BLOCK=128, PLUS_ONE=True), cube.Config(BLOCK=256)]
+    tuned = make_add(configs)
+    with pytest.warns(AutotuneWarning, match=r"discarded Config\(BLOCK=128, PLUS_ONE=True\)"):
+        run_add(tuned, 1000)  # run_add checks out == x + y
+    assert tuned.stats.rejected == 1
+    assert tuned.last_config.kwargs.get("PLUS_ONE") is None
+    (entry,) = _entries(cache_dir)
+    statuses = [t["status"] for t in entry["timings"]]
+    assert statuses[1] == "wrong" and "differ" in entry["timings"][1]["detail"]
+    assert entry["best_index"] != 1
+
+
+def test_failing_candidate_reported_and_prune_drops_it(cache_dir):
+    configs = [cube.Config(BLOCK=64), cube.Config(BLOCK=100), cube.Config(BLOCK=128)]
+    unpruned = make_add(configs)
+    with pytest.warns(AutotuneWarning, match=r"discarded Config\(BLOCK=100\)"):
+        run_add(unpruned, 1000)  # arange(0, 100) is not a power of two: a compile error
+    assert unpruned.stats.failed == 1
+
+    seen: list[TuneContext] = []
+
+    def fits(candidates: list[cube.Config], ctx: TuneContext) -> list[cube.Config]:
+        seen.append(ctx)
+        return [c for c in candidates if c.kwargs["BLOCK"] & (c.kwargs["BLOCK"] - 1) == 0]
+
+    cache.clear(cache.user_dir())
+    pruned = make_add(configs, prune=fits)
+    run_add(pruned, 1000)
+    assert pruned.stats.failed == 0 and pruned.stats.tunings == 1
+    assert seen[0].key == {"n": 1024} and seen[0].target == "cpu"
+    assert isinstance(seen[0].limits, dict) and seen[0].args["n"] == 1000
+    (entry,) = _entries(cache_dir)
+    assert [t["status"] for t in entry["timings"]][1] == "pruned"
+    assert entry["timings"][1]["runs"] == 0
+
+
+def test_prune_that_keeps_nothing_is_an_error():
+    tuned = make_add(prune=lambda configs, ctx: [])
+    with pytest.raises(cube.CubeError, match="prune dropped every config"):
+        run_add(tuned, 1000)
+
+
+def test_autotune_off_uses_heuristic_default(cache_dir, monkeypatch):
+    monkeypatch.setenv("CUBEPY_AUTOTUNE", "0")
+    config.reload()
+    tuned = make_add()
+    run_add(tuned, 1000)
+    assert tuned.last_config == ADD_CONFIGS[0]
+    assert tuned.stats.benchmark_runs == 0 and tuned.stats.tunings == 0
+    assert tuned.stats.defaults == 1
+    picked = make_add(default=lambda ctx: cube.Config(BLOCK=256 if ctx.key["n"] >= 4096 else 128))
+    run_add(picked, 1000)
+    assert picked.last_config == cube.Config(BLOCK=128)
+    run_add(picked, 5000)
+    assert picked.last_config == cube.Config(BLOCK=256)
+    assert picked.stats.benchmark_runs == 0
+    assert not list((cache_dir / "autotune").glob("*.json"))
+
+
+def test_host_function_tuning(cache_dir, rng):
+    tuned = cube.autotune(configs=MATMUL_CONFIGS, key=["a", "b"])(matmul)
+    a = rng.random((40, 64), dtype=np.float32)
+    b = rng.random((64, 24), dtype=np.float32)
+    c = tuned(a, b, target="cpu:debug")  # the host function's result is returned
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+    assert tuned.stats.tunings == 1 and tuned.last_config in MATMUL_CONFIGS
+    (entry,) = _entries(cache_dir)
+    assert entry["key"]["sizes"] == {"a": [64, 64], "b": [64, 32]}
+    assert entry["key"]["target"] == "cpu:debug"
+    statuses = [t["status"] for t in entry["timings"]]  # one may be dropped as too slow
+    assert set(statuses) <= {"ok", "dropped"} and statuses[entry["best_index"]] == "ok"
+    a2, b2 = a[:33].copy(), b[:, :20].copy()  # shapes in the same buckets
+    np.testing.assert_allclose(tuned(a2, b2, target="cpu:debug"), a2 @ b2, rtol=1e-5, atol=1e-5)
+    assert tuned.stats.tunings == 1 and tuned.stats.memory_hits == 1
+
+
+def test_fingerprint_covers_helpers_and_kernels(tmp_path, monkeypatch):
+    template = textwrap.dedent("""
+        import cubepy as cube
+
+        @cube.func
+        def helper(v):
+            return v {op} 1.0
+
+        @cube.kernel
+        def kern(x, n, BLOCK: cube.Comptime[int]):
+            offs = cube.arange(0, BLOCK)
+            cube.store(x + offs, helper(cube.load(x + offs, offs < n)), offs < n)
+
+        def host(x, BLOCK=16):
+            kern[(1,)](x, x.size, BLOCK=BLOCK)
+    """)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    prints = {}
+    for name, op in (("fp_plus", "+"), ("fp_minus", "-"), ("fp_plus_again", "+")):
+        (tmp_path / f"{name}.py").write_text(template.format(op=op))
+        module = __import__(name)
+        prints[name] = (key.fingerprint(module.kern), key.fingerprint(module.host))
+    assert prints["fp_plus"][0] != prints["fp_minus"][0]  # the helper's source counts
+    assert prints["fp_plus"][1] != prints["fp_minus"][1]  # the host sees its kernels
+    assert prints["fp_plus"][0] == prints["fp_plus_again"][0]  # the source, not the module
+    assert key.fingerprint(add_kernel) == make_add().fingerprint
+
+
+def test_misuse_is_reported():
+    with pytest.raises(cube.CubeError, match="not a comptime parameter"):
+        cube.autotune(configs=[cube.Config(BLOK=64)], key=["n"])(add_kernel)
+    with pytest.raises(cube.CubeError, match="key 'm'"):
+        cube.autotune(configs=ADD_CONFIGS, key=["m"])(add_kernel)
+    x, y, out = add_inputs(10)
+    with pytest.raises(cube.LaunchError, match="BLOCK is chosen by autotune"):
+        make_add()[(1,)](x, y, out, 10, BLOCK=64)
+
+
+def test_progress_goes_to_stderr_after_the_threshold(capsys):
+    clock = iter([0.0, 0.5, 2.0, 2.2, 3.5, 4.0]).__next__
+    progress = bench.Progress("add", "n=1024", total=3, threshold=1.0, clock=clock)
+    progress.update("checked 1/3")  # 0.5 s: quiet
+    progress.update("checked 2/3")  # 2.0 s: printed
+    progress.update("checked 3/3")  # 2.2 s: too soon after the last line
+    progress.update("timing round 1/10, 3 left, best so far Config(BLOCK=64) 0.1 ms")
+    progress.finish("Config(BLOCK=64) 0.1 ms")
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "cubepy.autotune: tuning add (n=1024), 3 candidates: checked 2/3",
+        "cubepy.autotune: tuning add (n=1024), 3 candidates: timing round 1/10, 3 left, "
+        "best so far Config(BLOCK=64) 0.1 ms",
+        "cubepy.autotune: tuning add (n=1024), 3 candidates: done in 4.0 s, best "
+        "Config(BLOCK=64) 0.1 ms",
+    ]
+    quiet = bench.Progress("add", "n", total=1, stream=io.StringIO())
+    quiet.finish("x")
+    assert quiet.stream.getvalue() == "" and sys.stderr is not None
+
+
+def test_compare_tolerances():
+    ref = {"out": np.linspace(0, 100, 50, dtype=np.float32)}
+    assert bench.compare(ref, {"out": ref["out"] * (1 + 1e-6)}) is None
+    assert "1 of 50" in bench.compare(ref, {"out": ref["out"] + np.eye(1, 50, 3)[0]})
+    ints = {"i": np.arange(5)}
+    assert bench.compare(ints, {"i": np.arange(5) + (np.arange(5) == 2)}) is not None
+    assert bench.compare(ref, {"out": ref["out"][:10]}).startswith("'out': shape")

@@ -1,0 +1,263 @@
+"""The conformance kernels on a CUDA GPU through Triton, with torch arrays (the device follows
+the arrays). NumPy data is made on the host, copied to the GPU for the launch and back for the
+check, so these tests read like their host twins in the other files."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import numpy as np
+import pytest
+from util import (
+    BF16,
+    assert_close,
+    cdiv,
+    erf_ref,
+    next_pow2,
+    np_dtype,
+    poison,
+    random_array,
+)
+
+import cubepy as cube
+
+pytestmark = pytest.mark.gpu
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+E = importlib.import_module("test_elementwise")
+R = importlib.import_module("test_reductions")
+MM = importlib.import_module("test_matmul")
+MEM = importlib.import_module("test_memory")
+CF = importlib.import_module("test_control_flow")
+SH = importlib.import_module("test_shapes")
+DT = importlib.import_module("test_dtypes")
+
+
+def _dev(a: np.ndarray):
+    torch = pytest.importorskip("torch")
+    if a.dtype == BF16:
+        return torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16).cuda()
+    return torch.from_numpy(np.ascontiguousarray(a)).cuda()
+
+
+def _host(t, dtype) -> np.ndarray:
+    if dtype == BF16:
+        return t.float().cpu().numpy().astype(BF16)
+    return t.cpu().numpy()
+
+
+def gpu(kern, grid, *args, **kwargs) -> None:
+    """Launch with every NumPy argument copied to the GPU, then copy each one back in place."""
+    assert all(a.flags.c_contiguous for a in args if isinstance(a, np.ndarray))
+    dargs = [_dev(a) if isinstance(a, np.ndarray) else a for a in args]
+    kern[grid](*dargs, **kwargs)
+    for a, d in zip(args, dargs):
+        if isinstance(a, np.ndarray):
+            a[...] = _host(d, a.dtype)
+
+
+def test_gpu_target_is_available():
+    assert "triton" in cube.available_targets()
+
+
+@pytest.mark.parametrize(
+    "dtype", ["int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64"]
+)
+def test_gpu_vector_add(rng, dtype):
+    n = 5000
+    x, y = random_array(rng, n, dtype), random_array(rng, n, dtype)
+    out = poison(n, dtype)
+    gpu(E.add_kernel, (cdiv(n, 256),), x, y, out, n, BLOCK=256)
+    assert_close(out, x + y)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_gpu_gelu(rng, dtype):
+    n = 3000
+    x = random_array(rng, n, dtype, -3, 3)
+    out = poison(n, dtype)
+    gpu(E.gelu_kernel, (cdiv(n, 512),), x, out, n, BLOCK=512, target="triton")
+    x64 = x.astype(np.float64)
+    assert_close(out, 0.5 * x64 * (1.0 + erf_ref(x64 / np.sqrt(2.0))))
+
+
+@pytest.mark.parametrize("fn", list(E.MATH))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gpu_math(rng, fn, dtype):
+    kern, ref, ranges = E.MATH[fn]
+    n = 2000
+    inputs = [random_array(rng, n, dtype, lo, hi) for lo, hi in ranges]
+    out = poison(n, dtype)
+    gpu(kern, (cdiv(n, 256),), *inputs, out, n, BLOCK=256)
+    assert_close(out, ref(*[a.astype(np.float64) for a in inputs]))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
+def test_gpu_floor_div_mod(rng, dtype):
+    n = 1000
+    x = random_array(rng, n, dtype, -100, 100)
+    y = random_array(rng, n, dtype, 1, 12) * np.where(rng.random(n) < 0.5, -1, 1).astype(dtype)
+    outs = [poison(n, dtype) for _ in range(4)]
+    gpu(E.divmod_kernel, (cdiv(n, 128),), x, y, *outs, n, BLOCK=128)
+    for got, want in zip(outs, [x // y, x % y, x // np_dtype(dtype).type(-3), x % 7]):
+        assert_close(got, want)
+
+
+@pytest.mark.parametrize("width", [37, 100, 1000])
+def test_gpu_softmax(rng, width):
+    rows = 64
+    x = random_array(rng, (rows, width), "float32", -4, 4)
+    out = poison((rows, width), "float32")
+    gpu(R.softmax_row_kernel, (rows,), x, out, width, width, BLOCK=next_pow2(width))
+    assert_close(out, R.softmax_ref(x))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_gpu_layernorm(rng, dtype):
+    rows, width, eps = 32, 300, 1e-5
+    x = random_array(rng, (rows, width), dtype, -3, 3)
+    w, b = random_array(rng, width, dtype, 0.5, 1.5), random_array(rng, width, dtype, -1, 1)
+    out, mean, rstd = poison((rows, width), dtype), poison(rows, "float32"), poison(rows, "float32")
+    gpu(R.layernorm_kernel, (rows,), x, w, b, out, mean, rstd, width, width, eps, BLOCK=512)
+    x64 = x.astype(np.float64)
+    r = 1.0 / np.sqrt(x64.var(axis=1) + eps)
+    expected = (x64 - x64.mean(axis=1)[:, None]) * r[:, None] * w.astype(np.float64) + b
+    assert_close(mean, x64.mean(axis=1), atol=1e-5)  # sums of 300 float32 terms
+    assert_close(rstd, r, rtol=1e-4)
+    assert_close(out, expected, **({"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {}))
+
+
+@pytest.mark.parametrize("op", list(R.OPS))
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_gpu_reduce_rows_and_cols(rng, op, dtype):
+    M, N = 37, 45
+    x = random_array(rng, (M, N), dtype, -2, 2) if dtype == "float32" else random_array(
+        rng, (M, N), dtype, -1000, 1000
+    )
+    ref = {"sum": np.sum, "max": np.max, "min": np.min}[op]
+    fill = R._fill(op, dtype)
+    rows, cols = poison(M, dtype), poison(N, dtype)
+    gpu(R.reduce_axis1_kernel, (cdiv(M, 16),), x, rows, M, N, N, fill, OP=R.OPS[op], BM=16, BN=64)
+    gpu(R.reduce_axis0_kernel, (cdiv(N, 16),), x, cols, M, N, N, fill, OP=R.OPS[op], BM=64, BN=16)
+    tol = {"atol": 1e-5} if op == "sum" and dtype == "float32" else {}  # 45-term float32 sums
+    assert_close(rows, ref(x, axis=1).astype(rows.dtype), **tol)
+    assert_close(cols, ref(x, axis=0).astype(cols.dtype), **tol)
+
+
+def test_gpu_argmax_ties_and_cumsum(rng):
+    M, N = 30, 45
+    x = random_array(rng, (M, N), "int32", 0, 4)
+    out = poison(M, "int32")
+    gpu(R.argmax_rows_kernel, (cdiv(M, 16),), x, out, M, N, N, np.int32(-1000), BM=16, BN=64)
+    assert_close(out, np.argmax(x, axis=1).astype(np.int32))
+    for axis in (0, 1):
+        cs = poison((13, 29), "int32")
+        xs = np.ascontiguousarray(x[:13, :29])
+        gpu(R.cumsum_2d_kernel, (1,), xs, cs, 13, 29, 29, AXIS=axis, BM=16, BN=32)
+        assert_close(cs, np.cumsum(xs, axis=axis))
+
+
+@pytest.mark.parametrize(
+    "in_dtype,out_dtype,blocks",
+    [
+        ("float32", "float32", (32, 32, 16)),
+        ("float16", "float32", (64, 64, 32)),
+        ("bfloat16", "float32", (32, 64, 32)),
+        ("float64", "float64", (16, 32, 16)),
+    ],
+)
+def test_gpu_matmul_ragged(rng, in_dtype, out_dtype, blocks):
+    M, N, K = 67, 45, 83
+    a = random_array(rng, (M, K), in_dtype, -1, 1)
+    b = random_array(rng, (K, N), in_dtype, -1, 1)
+    c = poison((M, N), out_dtype)
+    BM, BN, BK = blocks
+    acc64 = out_dtype == "float64"
+    grid = (cdiv(M, BM), cdiv(N, BN))
+    gpu(MM.matmul_kernel, grid, a, b, c, M, N, K, K, 1, N, 1, N, 1, ACC64=acc64, BM=BM, BN=BN, BK=BK)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    # float32 inputs must not be rounded to TF32: the result must match float32 arithmetic.
+    assert_close(c, expected, **({"rtol": 1e-4, "atol": 1e-4} if out_dtype == "float32" else {}))
+
+
+def test_gpu_batched_matmul_and_trans(rng):
+    B, M, N, K = 3, 19, 23, 37
+    a = random_array(rng, (B, M, K), "float32", -1, 1)
+    b = random_array(rng, (B, K, N), "float32", -1, 1)
+    c = poison((B, M, N), "float32")
+    gpu(MM.bmm_kernel, (cdiv(M, 16), cdiv(N, 16), B), a, b, c, M, N, K, BM=16, BN=16, BK=16)
+    assert_close(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+    x = random_array(rng, (50, 35), "float32")
+    t = poison((35, 50), "float32")
+    gpu(SH.trans_kernel, (cdiv(50, 32), cdiv(35, 16)), x, t, 50, 35, BM=32, BN=16)
+    assert_close(t, x.T)
+
+
+def test_gpu_atomics(rng):
+    n, bins = 20000, 16
+    x = random_array(rng, n, "int32", 0, bins)
+    base = random_array(rng, bins, "int32", 100, 200)
+    hist = base.copy()
+    gpu(MEM.histogram_kernel, (cdiv(n, 256),), x, hist, n, BLOCK=256)
+    assert_close(hist, base + np.bincount(x, minlength=bins).astype(np.int32))
+
+    counter, tickets = np.array([1234], np.int32), poison(n, "int32")
+    gpu(MEM.ticket_kernel, (cdiv(n, 256),), counter, tickets, n, BLOCK=256)
+    assert counter[0] == 1234 + n
+    np.testing.assert_array_equal(np.sort(tickets), 1234 + np.arange(n, dtype=np.int32))
+
+    slot, old = np.array([-5], np.int32), poison(64, "int32")
+    gpu(MEM.cas_lock_kernel, (64,), slot, old)
+    winners = np.flatnonzero(old == -5)
+    assert len(winners) == 1 and slot[0] == winners[0] + 1
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32"])
+def test_gpu_atomic_max_min(rng, dtype):
+    n, slots = 5000, 7
+    x = random_array(rng, n, dtype, -1000, 1000)
+    idx = random_array(rng, n, "int32", 0, slots)
+    mx0, mn0 = random_array(rng, slots, dtype, -1000, 1000), random_array(rng, slots, dtype, -1000, 1000)
+    mx, mn = mx0.copy(), mn0.copy()
+    gpu(MEM.atomic_minmax_kernel, (cdiv(n, 128),), x, idx, mx, mn, n, BLOCK=128)
+    np.maximum.at(mx0, idx, x)
+    np.minimum.at(mn0, idx, x)
+    assert_close(mx, mx0)
+    assert_close(mn, mn0)
+
+
+def test_gpu_control_flow(rng):
+    n = 64
+    x = random_array(rng, n, "int32", 1, 1000)
+    steps = poison(n, "int32")
+    gpu(CF.collatz_kernel, (n,), x, steps)
+    assert_close(steps, np.array([CF._collatz(int(v)) for v in x], dtype=np.int32))
+
+    n_rows, n_cols = 23, 150
+    m = random_array(rng, (n_rows, n_cols), "float32")
+    s, mx = poison(n_cols, "float32"), poison(n_cols, "float32")
+    gpu(CF.column_stats_kernel, (cdiv(n_cols, 64),), m, s, mx, n_rows, n_cols, BLOCK=64)
+    assert_close(s, m.astype(np.float64).sum(axis=0), atol=1e-5)
+    assert_close(mx, m.max(axis=0))
+
+    v = random_array(rng, 20 * 64 - 7, "float32")
+    flags = random_array(rng, 20, "int32", -1, 2)
+    out = poison(v.shape, "float32")
+    gpu(CF.runtime_if_kernel, (20,), v, flags, out, v.size, BLOCK=64)
+    f = np.repeat(flags, 64)[: v.size]
+    assert_close(out, np.where(f > 0, 2 * v + 1.0, np.where(f == 0, v + 0.5, -v - 1.0)))
+
+
+@pytest.mark.parametrize(
+    "src,dst", [("float32", "int32"), ("float32", "float16"), ("float32", "bfloat16"),
+                ("int8", "float32"), ("uint8", "int32"), ("float64", "float32")]
+)
+def test_gpu_casts(rng, src, dst):
+    n = 1000
+    x = random_array(rng, n, src, *( (0, 256) if src == "uint8" else (-100, 100)))
+    expected = x.astype(np_dtype(dst))
+    out = poison(n, dst)
+    gpu(DT.CAST_KERNELS[dst], (cdiv(n, 128),), x, out, n, BLOCK=128)
+    assert_close(out, expected)

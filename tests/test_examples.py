@@ -1,0 +1,87 @@
+"""The examples' own checks (examples/*.py against NumPy), on every target present.
+
+Each example exposes ``check(target, sizes..., dtype=...) -> bool``; here it runs with small
+sizes. A dtype the target lacks (bfloat16 on wgsl) must raise cubepy.UnsupportedError naming
+the target and the dtype.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from util import run_or_expect_unsupported
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from examples import fused_softmax, layernorm, matmul, vector_add  # noqa: E402
+
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def expect_pass(target: str, dtype: str, check) -> None:
+    """Run ``check()`` and assert it passed, or assert the UnsupportedError for ``dtype``."""
+    result: list[bool] = []
+    if run_or_expect_unsupported(target, [dtype], lambda: result.append(check())):
+        assert result == [True]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vector_add(target, dtype):
+    expect_pass(target, dtype, lambda: vector_add.check(target, 1000, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fused_softmax(target, dtype):
+    expect_pass(target, dtype, lambda: fused_softmax.check(target, 37, 300, dtype))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "activation", "shape"),
+    [
+        ("float16", "", (70, 50, 45)),  # ragged M, N and K: the masked loop
+        ("bfloat16", "gelu", (33, 40, 64)),
+        ("float32", "leaky_relu", (64, 96, 64)),  # whole tiles: the mask-free (EVEN) loop
+    ],
+)
+def test_matmul(target, dtype, activation, shape):
+    config = matmul.Config(32, 32, 32, group_m=2)
+    expect_pass(
+        target, dtype, lambda: matmul.check(target, *shape, dtype, activation, config=config)
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layernorm(target, dtype):
+    # max_block < n: the forward kernel's column loop runs twice, the second time masked.
+    expect_pass(
+        target, dtype, lambda: layernorm.check(target, 45, 200, dtype, max_block=128, groups=8)
+    )
+
+
+def test_vector_add_main(target):
+    assert vector_add.main(["--target", target, "--n", "3000"]) == 0
+
+
+def test_example_runs_as_a_script():
+    env = {**os.environ, "CUBEPY_TARGET": ""}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "vector_add.py"),
+            "--target",
+            "cpu:debug",
+            "--n",
+            "500",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("PASS")
