@@ -26,13 +26,12 @@ import datetime
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 # bench/ is a folder of scripts: reach the examples' kernels from the repository root.
@@ -42,7 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 if not os.environ.get("XDG_RUNTIME_DIR"):  # Mesa and NVIDIA's Vulkan loader warn without it
     os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="cubepy-xdg-")
 
-import numpy as np  # noqa: E402
+import gpu_bench_triton as tr  # noqa: E402
+import gpu_bench_wgsl as wg  # noqa: E402
+from gpu_bench_triton import SHORT, Row  # noqa: E402
 
 import cubepy as cube  # noqa: E402
 from examples.matmul import Config  # noqa: E402
@@ -56,7 +57,6 @@ FP32_CONFIGS = [Config(128, 128, 32, 8, 4, 3), Config(128, 256, 32, 8, 8, 3),
                 Config(64, 128, 32, 8, 4, 4), Config(128, 64, 32, 8, 4, 4)]
 WGSL_MATMUL_CONFIGS = [Config(64, 64, 32, 8), Config(128, 64, 32, 8), Config(128, 128, 16, 8),
                        Config(128, 128, 32, 8)]
-
 FULL = {
     "matmul": [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (1024, 8192, 8192),
                (16, 8192, 8192)],
@@ -64,38 +64,18 @@ FULL = {
     "launch_n": 1024, "launches": 1000, "sum": 256 << 20, "wgsl_matmul": (4096, 4096, 4096),
     "gelu_configs": [(1024, 4), (2048, 8), (4096, 8)], "softmax_warps": [8, 16],
     "wgsl_gelu_blocks": [256, 1024, 4096], "sum_configs": [(2048, 1024), (4096, 1024)],
+    "configs": {"square": SQUARE_CONFIGS, "small_m": SMALL_M_CONFIGS, "fp32": FP32_CONFIGS,
+                "wgsl": WGSL_MATMUL_CONFIGS},
 }
 QUICK = {
     "matmul": [(128, 128, 128), (128, 128, 64), (16, 128, 128)], "matmul_fp32": [(64, 64, 64)],
     "gelu": 1 << 16, "softmax": (64, 512), "launch_n": 1024, "launches": 50, "sum": 1 << 20,
     "wgsl_matmul": (128, 128, 128), "gelu_configs": [(1024, 4), (4096, 8)],
     "softmax_warps": [8], "wgsl_gelu_blocks": [1024, 4096], "sum_configs": [(64, 1024)],
+    "configs": {"square": [Config(32, 32, 32, 2, 4, 3), Config(64, 32, 32, 2, 4, 3)],
+                "small_m": [Config(16, 32, 32, 1, 4, 3)], "fp32": [Config(32, 32, 32, 2, 4, 3)],
+                "wgsl": [Config(32, 32, 32, 2), Config(64, 64, 32, 2)]},
 }
-QUICK_CONFIGS = {"square": [Config(32, 32, 32, 2, 4, 3), Config(64, 32, 32, 2, 4, 3)],
-                 "small_m": [Config(16, 32, 32, 1, 4, 3)], "fp32": [Config(32, 32, 32, 2, 4, 3)],
-                 "wgsl": [Config(32, 32, 32, 2), Config(64, 64, 32, 2)]}
-
-
-@dataclass
-class Row:
-    """One line of the table (times in seconds; ratio: above 1 is better unless goal says <=)."""
-
-    name: str
-    target: str
-    ours: float | None = None
-    peer_name: str = ""
-    peer: float | None = None
-    ratio: float | None = None
-    goal: str = ""
-    met: bool | None = None
-    detail: str = ""
-    error: str = ""
-
-    def judge(self, ratio: float, goal: str) -> Row:
-        self.ratio, self.goal = ratio, goal
-        bound = float(goal.lstrip("<>=≤≥x"))
-        self.met = ratio <= bound if goal.startswith(("<", "≤")) else ratio >= bound
-        return self
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -116,22 +96,6 @@ def markdown(rows: list[Row]) -> str:
         lines.append(f"| {r.name} | {r.target} | {fmt_time(r.ours)} | {r.peer_name or '-'} "
                      f"| {fmt_time(r.peer)} | {ratio} | {goal or '-'} | {detail} |")
     return "\n".join(lines)
-
-
-def median_wall(fn, repeat: int = 5, warmup: int = 1, sync=None) -> float:
-    """Median wall time of ``fn()`` (``sync()`` after each run, inside the timing)."""
-    for _ in range(warmup):
-        fn()
-    if sync:
-        sync()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 # ---- the machine -------------------------------------------------------------------------------
@@ -188,6 +152,53 @@ def wgsl_adapter() -> str:
         return f"unavailable ({type(err).__name__}: {err})"
 
 
+def plan(quick: bool, targets: list[str]) -> list[tuple]:
+    """(row name, target, function, extra arguments) of every row, in order."""
+    s = QUICK if quick else FULL
+    cfg = s["configs"]
+    rows: list[tuple] = []
+    env = tr.TritonEnv()  # also the wgsl rows' peers (torch on a GPU, else NumPy stand-ins)
+
+    def add(name, target, fn, *args):
+        if target not in targets:
+            rows.append((name, target, _missing, (target,)))
+        else:
+            rows.append((name, target, fn, (env, *args)))
+
+    for dtype in ("bfloat16", "float16"):
+        for shape in s["matmul"]:
+            configs = cfg["small_m"] if shape[0] <= 64 else cfg["square"]
+            add(f"matmul {SHORT[dtype]} {'x'.join(map(str, shape))}", "triton", tr.triton_matmul,
+                shape, dtype, configs)
+    for shape in s["matmul_fp32"]:
+        for tf32 in (True, False):
+            add(f"matmul fp32 {'TF32' if tf32 else 'IEEE'} {'x'.join(map(str, shape))}",
+                "triton", tr.triton_matmul, shape, "float32", cfg["fp32"], tf32)
+    mega = f"{s['gelu'] >> 20}M" if s["gelu"] >= 1 << 20 else str(s["gelu"])
+    add(f"fused gelu {mega} f32 vs copy", "triton", tr.triton_gelu, s["gelu"], s["gelu_configs"])
+    shape = "x".join(map(str, s["softmax"]))
+    add(f"row softmax {shape} bf16 vs copy", "triton", tr.triton_softmax_vs_copy, s["softmax"],
+        s["softmax_warps"])
+    add(f"row softmax {shape} bf16 vs torch.softmax", "triton", tr.triton_softmax_vs_torch,
+        s["softmax"], s["softmax_warps"])
+    add("host cost of a cached launch", "triton", tr.triton_launch_cost, s["launch_n"],
+        s["launches"])
+    sum_n = f"{s['sum'] >> 20}M"
+    add(f"fused gelu {mega} f32 vs copy", "wgsl", wg.wgsl_gelu, s["gelu"], s["wgsl_gelu_blocks"])
+    add(f"sum {sum_n} f32 vs copy", "wgsl", wg.wgsl_sum, s["sum"], s["sum_configs"])
+    shape = "x".join(map(str, s["wgsl_matmul"]))
+    add(f"matmul fp32 {shape}", "wgsl", wg.wgsl_matmul, s["wgsl_matmul"], "float32", cfg["wgsl"])
+    add(f"matmul fp16 in, fp32 acc {shape}", "wgsl", wg.wgsl_matmul, s["wgsl_matmul"], "float16",
+        cfg["wgsl"])
+    add(f"{s['launches']} launches, one sync", "wgsl", wg.wgsl_launches, s["launch_n"],
+        s["launches"])
+    return rows
+
+
+def _missing(row: Row, target: str) -> None:
+    raise RuntimeError(f"target {target!r} is not available here: {cube.available_targets()}")
+
+
 # ---- running rows ------------------------------------------------------------------------------
 
 
@@ -218,8 +229,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    import gpu_bench_rows as rows_mod  # the rows themselves, beside this script
-
     select_wgpu_adapter(args)
     meta = header(args.quick)
     targets = meta["targets"]
@@ -235,8 +244,7 @@ def main(argv=None) -> int:
     print(markdown([]))
     rows: list[Row] = []
     only = [s for s in args.only.split(",") if s]
-    plan = rows_mod.plan(QUICK if args.quick else FULL, args.quick, targets)
-    for name, target, fn, fn_args in plan:
+    for name, target, fn, fn_args in plan(args.quick, targets):
         if only and not any(s in name or s == target for s in only):
             continue
         run_row(rows, name, target, fn, *fn_args)

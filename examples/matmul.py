@@ -43,8 +43,8 @@ def activate(acc, ACTIVATION: cube.Comptime[str]):
 
 
 @cube.kernel
-def matmul_kernel(a, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
-                  stride_cn, BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
+def matmul_kernel(a, b, c, M, N, K, stride_am, stride_bk, stride_cm,
+                  BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
                   BLOCK_K: cube.Comptime[int], GROUP_M: cube.Comptime[int],
                   EVEN: cube.Comptime[bool], ACTIVATION: cube.Comptime[str]):
     # Cube number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
@@ -60,23 +60,25 @@ def matmul_kernel(a, b, c, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, 
     rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
     rk = cube.arange(0, BLOCK_K)
+    # Rows are contiguous (unit column stride), so the compiler sees that consecutive columns
+    # are consecutive addresses and moves them in wide vector loads.
     a_rows = rm[:, None] * stride_am
-    b_cols = rn[None, :] * stride_bn
+    b_cols = rn[None, :]
     acc = cube.zeros((BLOCK_M, BLOCK_N), cube.float32)
     for k0 in range(0, K, BLOCK_K):
         ka = k0 + rk
         if EVEN:  # every tile is whole: no masks in the inner loop
-            a_tile = cube.load(a + a_rows + ka[None, :] * stride_ak)
+            a_tile = cube.load(a + a_rows + ka[None, :])
             b_tile = cube.load(b + ka[:, None] * stride_bk + b_cols)
         else:
-            a_tile = cube.load(a + a_rows + ka[None, :] * stride_ak,
+            a_tile = cube.load(a + a_rows + ka[None, :],
                                mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
             b_tile = cube.load(b + ka[:, None] * stride_bk + b_cols,
                                mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = cube.dot(a_tile, b_tile, acc)
     acc = activate(acc, ACTIVATION)
     # The store rounds the float32 accumulator to C's dtype.
-    cube.store(c + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+    cube.store(c + rm[:, None] * stride_cm + rn[None, :], acc,
                mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
@@ -120,7 +122,7 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
     grid = (cube.cdiv(m, config.block_m) * cube.cdiv(n, config.block_n),)
     even = m % config.block_m == 0 and n % config.block_n == 0 and k % config.block_k == 0
     matmul_kernel[grid](
-        a, b, c, m, n, k, k, 1, n, 1, n, 1,
+        a, b, c, m, n, k, k, n, n,
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         GROUP_M=config.group_m, EVEN=even, ACTIVATION=activation,
         **config.options(), **options)

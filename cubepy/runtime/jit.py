@@ -16,7 +16,7 @@ from ..passes import optimize
 from .args import ArgSpec, classify, target_for
 from .targets import get_backend
 
-OPTIONS = ("target", "num_warps", "num_stages")
+OPTIONS = ("target", "num_warps", "num_stages", "workgroup_size", "allow_tf32")
 
 
 class Kernel:

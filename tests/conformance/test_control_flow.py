@@ -355,3 +355,48 @@ def test_device_print_does_not_change_results(target, rng):
     out = poison(n, "int32")
     device_print_kernel[(1,)](x, out, n, BLOCK=32, target=target)
     assert_close(out, x + 1)
+
+
+@cube.func
+def twice_plus_one(v):
+    return v * 2 + 1
+
+
+@cube.kernel
+def generic_func_kernel(xf, xi, of, oi, n, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    cube.store(of + offs, twice_plus_one(cube.load(xf + offs, mask=mask)), mask=mask)
+    cube.store(oi + offs, twice_plus_one(cube.load(xi + offs, mask=mask)), mask=mask)
+
+
+def test_func_inlined_per_call_dtype(target, rng):
+    n = 100
+    xf, xi = random_array(rng, n, "float32"), random_array(rng, n, "int32", -1000, 1000)
+    of, oi = poison(n, "float32"), poison(n, "int32")
+    generic_func_kernel[(cdiv(n, BLOCK),)](xf, xi, of, oi, n, BLOCK=BLOCK, target=target)
+    assert_close(of, xf.astype(np.float64) * 2 + 1)
+    assert_close(oi, xi * 2 + 1)
+
+
+@cube.kernel
+def count_positive_kernel(x, out, length):
+    pid = cube.cube_pos(0)
+    count = 0
+    total = 0.0
+    for i in range(length):
+        v = cube.load(x + pid * length + i)
+        if v > 0.0:
+            count = count + 1
+            total = total + v
+    cube.store(out + 2 * pid, count.to(cube.float32))
+    cube.store(out + 2 * pid + 1, total)
+
+
+def test_runtime_if_inside_runtime_for(target, rng):
+    cubes, length = 8, 25
+    x = random_array(rng, (cubes, length), "float32")
+    out = poison((cubes, 2), "float32")
+    count_positive_kernel[(cubes,)](x, out, length, target=target)
+    expected = np.stack([(x > 0).sum(axis=1), np.where(x > 0, x, 0).astype(np.float64).sum(1)], 1)
+    assert_close(out, expected, atol=1e-5)  # sums of up to 25 float32 terms

@@ -346,3 +346,41 @@ def test_float16_plus_bfloat16_is_float32(target, rng):
     ):
         # Both convert exactly to float32, so the sum is one float32 rounding.
         assert_close(out, h.astype(np.float32) + bh.astype(np.float32))
+
+
+@cube.kernel
+def wide_int_kernel(x, y, o_mul, o_sub, o_div, o_mod, o_shr, o_gt, n, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    a = cube.load(x + offs, mask=mask, other=1)
+    b = cube.load(y + offs, mask=mask, other=1)
+    cube.store(o_mul + offs, a * b, mask=mask)
+    cube.store(o_sub + offs, a - b, mask=mask)
+    cube.store(o_div + offs, a // b, mask=mask)
+    cube.store(o_mod + offs, a % b, mask=mask)
+    cube.store(o_shr + offs, a >> 3, mask=mask)
+    cube.store(o_gt + offs, (a > b).to(cube.int32), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint32"])
+def test_integers_beyond_31_bits(target, rng, dtype):
+    """int64 values past 2**32 and uint32 values past 2**31 (no sign bit, unsigned compare)."""
+    n = 300
+    if dtype == "int64":
+        x = random_array(rng, n, dtype, -(3 * 10**9), 3 * 10**9)
+        y = random_array(rng, n, dtype, 1, 10**6) * np.where(rng.random(n) < 0.5, -1, 1)
+        mul = x * y
+    else:
+        x = random_array(rng, n, dtype, 2**31, 2**32)
+        y = random_array(rng, n, dtype, 1, 2**32)
+        mul = (x.astype(np.uint64) * y % 2**32).astype(np.uint32)  # wraps modulo 2**32
+    sub = (x.astype(np.int64) - y.astype(np.int64)).astype(np_dtype(dtype))  # uint32: wraps
+    outs = [poison(n, dtype) for _ in range(5)] + [poison(n, "int32")]
+    if run_or_expect_unsupported(
+        target,
+        [dtype],
+        lambda: wide_int_kernel[(cdiv(n, BLOCK),)](x, y, *outs, n, BLOCK=BLOCK, target=target),
+    ):
+        expected = [mul, sub, x // y, x % y, x >> 3, (x > y).astype(np.int32)]
+        for got, want in zip(outs, expected):
+            assert_close(got, want)

@@ -63,7 +63,8 @@ def test_gpu_target_is_available():
 
 
 @pytest.mark.parametrize(
-    "dtype", ["int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64"]
+    "dtype",
+    ["int8", "int16", "int32", "int64", "uint8", "float16", "bfloat16", "float32", "float64"],
 )
 def test_gpu_vector_add(rng, dtype):
     n = 5000
@@ -133,8 +134,10 @@ def test_gpu_layernorm(rng, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_gpu_reduce_rows_and_cols(rng, op, dtype):
     M, N = 37, 45
-    x = random_array(rng, (M, N), dtype, -2, 2) if dtype == "float32" else random_array(
-        rng, (M, N), dtype, -1000, 1000
+    x = (
+        random_array(rng, (M, N), dtype, -2, 2)
+        if dtype == "float32"
+        else random_array(rng, (M, N), dtype, -1000, 1000)
     )
     ref = {"sum": np.sum, "max": np.max, "min": np.min}[op]
     fill = R._fill(op, dtype)
@@ -176,7 +179,9 @@ def test_gpu_matmul_ragged(rng, in_dtype, out_dtype, blocks):
     BM, BN, BK = blocks
     acc64 = out_dtype == "float64"
     grid = (cdiv(M, BM), cdiv(N, BN))
-    gpu(MM.matmul_kernel, grid, a, b, c, M, N, K, K, 1, N, 1, N, 1, ACC64=acc64, BM=BM, BN=BN, BK=BK)
+    gpu(
+        MM.matmul_kernel, grid, a, b, c, M, N, K, K, 1, N, 1, N, 1, ACC64=acc64, BM=BM, BN=BN, BK=BK
+    )
     expected = a.astype(np.float64) @ b.astype(np.float64)
     # float32 inputs must not be rounded to TF32: the result must match float32 arithmetic.
     assert_close(c, expected, **({"rtol": 1e-4, "atol": 1e-4} if out_dtype == "float32" else {}))
@@ -219,7 +224,10 @@ def test_gpu_atomic_max_min(rng, dtype):
     n, slots = 5000, 7
     x = random_array(rng, n, dtype, -1000, 1000)
     idx = random_array(rng, n, "int32", 0, slots)
-    mx0, mn0 = random_array(rng, slots, dtype, -1000, 1000), random_array(rng, slots, dtype, -1000, 1000)
+    mx0, mn0 = (
+        random_array(rng, slots, dtype, -1000, 1000),
+        random_array(rng, slots, dtype, -1000, 1000),
+    )
     mx, mn = mx0.copy(), mn0.copy()
     gpu(MEM.atomic_minmax_kernel, (cdiv(n, 128),), x, idx, mx, mn, n, BLOCK=128)
     np.maximum.at(mx0, idx, x)
@@ -251,12 +259,19 @@ def test_gpu_control_flow(rng):
 
 
 @pytest.mark.parametrize(
-    "src,dst", [("float32", "int32"), ("float32", "float16"), ("float32", "bfloat16"),
-                ("int8", "float32"), ("uint8", "int32"), ("float64", "float32")]
+    "src,dst",
+    [
+        ("float32", "int32"),
+        ("float32", "float16"),
+        ("float32", "bfloat16"),
+        ("int8", "float32"),
+        ("uint8", "int32"),
+        ("float64", "float32"),
+    ],
 )
 def test_gpu_casts(rng, src, dst):
     n = 1000
-    x = random_array(rng, n, src, *( (0, 256) if src == "uint8" else (-100, 100)))
+    x = random_array(rng, n, src, *((0, 256) if src == "uint8" else (-100, 100)))
     expected = x.astype(np_dtype(dst))
     out = poison(n, dst)
     gpu(DT.CAST_KERNELS[dst], (cdiv(n, 128),), x, out, n, BLOCK=128)

@@ -281,3 +281,22 @@ def test_view_with_offset(target, rng):
     out = poison(300, "int32")
     copy_typed_kernel[(cdiv(300, BLOCK),)](x, out, 300, BLOCK=BLOCK, target=target)
     assert_close(out, x)
+
+
+@cube.kernel
+def stencil_kernel(x, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    left = cube.load(x + offs - 1, mask=mask & (offs >= 1), other=0.0)
+    right = cube.load(x + offs + 1, mask=(offs + 1) < n, other=0.0)
+    cube.store(out + offs, left + 2.0 * cube.load(x + offs, mask=mask) + right, mask=mask)
+
+
+def test_masked_loads_outside_the_array_are_never_read(target, rng):
+    """Offsets -1 and n are masked off: the loads must not touch them (nor fault)."""
+    n = 333
+    x = random_array(rng, n, "float32")
+    out = poison(n, "float32")
+    stencil_kernel[(cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK, target=target)
+    padded = np.concatenate([[0.0], x.astype(np.float64), [0.0]])
+    assert_close(out, padded[:-2] + 2 * padded[1:-1] + padded[2:])

@@ -190,3 +190,15 @@ def test_broadcast_column_vector_over_rows(target, rng):
     out = poison((M, N), "float32")
     row_bias_kernel[(cdiv(M, 16),)](x, bias, out, M, N, BM=16, BN=32, target=target)
     assert_close(out, x.astype(np.float64) * bias[:, None] + bias[:, None])
+
+
+@cube.kernel
+def full_runtime_value_kernel(out, value, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    cube.store(out + offs, cube.full((BLOCK,), value, cube.float32) * (offs + 1))
+
+
+def test_full_with_runtime_value(target):
+    out = poison(64, "float32")
+    full_runtime_value_kernel[(1,)](out, 0.75, BLOCK=64, target=target)
+    assert_close(out, 0.75 * np.arange(1, 65))

@@ -18,6 +18,9 @@ from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access
 
 HALF = ("float16", "bfloat16")
+# LLVM may reassociate (vectorized reductions) and contract to fma, but never assume there
+# are no NaNs or infinities: masked loads fill with -inf on purpose.
+FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
 BINARY_PY = {
     Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.FLOORDIV: "//", Op.MOD: "%",
     Op.POW: "**", Op.AND: "&", Op.OR: "|", Op.XOR: "^", Op.SHL: "<<", Op.SHR: ">>",
@@ -184,7 +187,7 @@ class CpuEmitter(PyEmitter):
             f"install(globals(), jit={not debug})",
             "",
             "",
-            "@njit(cache=True, error_model='numpy', nogil=True)",
+            f"@njit(cache=True, error_model='numpy', nogil=True, fastmath={FASTMATH!r})",
             f"def {fn.name}_body({params}):",
         ]
         # The grid is split into chunks that threads run at once (the body releases the

@@ -9,7 +9,8 @@ from typing import Any
 
 from . import atomics, helpers
 
-NUMBA_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True}
+NUMBA_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True,
+                 "fastmath": {"reassoc", "contract", "arcp", "nsz", "afn"}}
 
 
 def _identity_njit(*args: Any, **kwargs: Any) -> Any:
