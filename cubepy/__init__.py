@@ -33,6 +33,7 @@ from .runtime import (
     kernel,
     target_info,
 )
+from .runtime.device_arrays import asarray, empty, to_numpy
 
 int1 = bool
 i8, i16, i32, i64, u8, u32 = int8, int16, int32, int64, uint8, uint32
@@ -44,5 +45,14 @@ __all__ = [
     "CompileError", "CubeError", "LaunchError", "UnsupportedError", "DType", "Comptime", "Func",
     "Kernel", "available_targets", "cuda_available", "kernel", "func", "target_info", "cdiv",
     "static_range", "bool", "int1", "int8", "int16", "int32", "int64", "uint8", "uint32",
-    "float16", "bfloat16", "float32", "float64", "Config", "autotune",
+    "float16", "bfloat16", "float32", "float64", "Config", "autotune", "asarray", "empty",
+    "to_numpy",
 ]
+
+
+def __getattr__(name: str):
+    if name == "DeviceArray":  # imports wgpu: only when asked for
+        from .backends.wgsl.buffers import DeviceArray
+
+        return DeviceArray
+    raise AttributeError(f"module 'cubepy' has no attribute {name!r}")

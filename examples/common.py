@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -32,7 +33,8 @@ DTYPES = {"float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat
 
 
 def parse_args(description: str, argv: list[str] | None = None,
-               extra: callable | None = None) -> argparse.Namespace:
+               extra: Callable[[argparse.ArgumentParser], object] | None = None
+               ) -> argparse.Namespace:
     """``--target`` (default: ``cpu``) plus whatever ``extra(parser)`` adds."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--target", default="cpu",
@@ -108,17 +110,6 @@ def empty(shape: tuple[int, ...], dtype: str, like: Any) -> Any:
     return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
 
 
-def zeros(shape: tuple[int, ...], dtype: str, like: Any) -> Any:
-    """Zeros of ``shape`` and ``dtype`` on the device of ``like``."""
-    if hasattr(like, "__cube_device_array__"):
-        from cubepy.backends.wgsl.buffers import DeviceArray
-
-        return DeviceArray.zeros(shape, dtype)
-    out = empty(shape, dtype, like)
-    out[...] = 0
-    return out
-
-
 def max_error(got: Any, want: np.ndarray) -> float:
     """The largest absolute difference, in float64 (NaN anywhere gives inf)."""
     diff = np.abs(np.asarray(to_numpy(got), np.float64) - want)
@@ -132,7 +123,7 @@ def report(name: str, error: float, tol: float) -> bool:
     return ok
 
 
-def run_dtypes(names: list[str], check: callable) -> bool:
+def run_dtypes(names: list[str], check: Callable[[str], bool]) -> bool:
     """``check(dtype)`` for each dtype; one the target lacks is skipped with a printed note."""
     ok = True
     for name in names:

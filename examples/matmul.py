@@ -60,8 +60,9 @@ def matmul_kernel(a, b, c, M, N, K, stride_am, stride_bk, stride_cm,
     rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
     rk = cube.arange(0, BLOCK_K)
-    # Rows are contiguous (unit column stride), so the compiler sees that consecutive columns
-    # are consecutive addresses and moves them in wide vector loads.
+    # Columns are contiguous (unit stride, not an argument): the compiler then knows that
+    # consecutive columns are consecutive addresses and uses wide, asynchronous loads. (A column
+    # stride passed as an argument equal to 1 hid that from Triton: 20x slower on an H200.)
     a_rows = rm[:, None] * stride_am
     b_cols = rn[None, :]
     acc = cube.zeros((BLOCK_M, BLOCK_N), cube.float32)

@@ -2,7 +2,9 @@
 
 Each example exposes ``check(target, sizes..., dtype=...) -> bool``; here it runs with small
 sizes. A dtype the target lacks (bfloat16 on wgsl) must raise cubepy.UnsupportedError naming
-the target and the dtype.
+the target and the dtype. The examples move their arrays to the target's device themselves
+(torch tensors on a CUDA GPU), so unlike the NumPy-only conformance tests they run on every
+target present, the triton target on a real GPU included.
 """
 
 from __future__ import annotations
@@ -15,12 +17,21 @@ from pathlib import Path
 import pytest
 from util import run_or_expect_unsupported
 
+import cubepy as cube
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from examples import fused_softmax, layernorm, matmul, vector_add  # noqa: E402
 
 DTYPES = ("float32", "float16", "bfloat16")
+TARGETS = cube.available_targets()
+
+
+@pytest.fixture(params=TARGETS, ids=TARGETS)
+def target(request: pytest.FixtureRequest) -> str:
+    """Every target present (conftest's fixture leaves out triton on a GPU: it feeds NumPy)."""
+    return request.param
 
 
 def expect_pass(target: str, dtype: str, check) -> None:

@@ -401,6 +401,12 @@ class FunctionBuilder(ast.NodeVisitor):
         if hasattr(fn, "__cube_kernel__"):
             self.error(node, "a kernel cannot call another kernel",
                        "decorate the helper with @cube.func instead of @cube.kernel")
+        if fn is B.cdiv and any(is_value(a) for a in args):
+            if len(args) != 2 or kwargs:
+                self.error(node, "cube.cdiv() takes two arguments: cdiv(a, b)")
+            a, b = args
+            return binary(self.b, Op.FLOORDIV,
+                          binary(self.b, Op.SUB, binary(self.b, Op.ADD, a, b), 1), b)
         if fn is print:
             return call_builtin(self, "device_print", ["", *args], {})
         if fn in (min, max, abs) and any(is_value(a) for a in args):

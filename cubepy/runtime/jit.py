@@ -39,6 +39,12 @@ class Kernel:
         self.comptime = {name for name, p in self.signature.parameters.items()
                          if is_comptime_annotation(p.annotation)}
         self._compiled: dict[Any, Any] = {}
+        self._fast: dict[Any, Any] = {}
+        names = list(self.signature.parameters)
+        runtime = [n for n in names if n not in self.comptime]
+        # the fast path applies when the runtime parameters come first, in order
+        self.runtime_count = len(runtime) if names[:len(runtime)] == runtime else -1
+        self.by_name = frozenset(self.comptime) | frozenset(OPTIONS)
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -112,13 +118,35 @@ class Kernel:
     # ---- public ----
 
     def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
-        try:
-            compiled, bound, _ = self.compiled(args, kwargs)
-        except CompileError as err:
-            raise err.with_traceback(None) from None
-        meta = {name: bound[name] for name in self.comptime}
-        runtime_args = [v for n, v in bound.items() if n not in self.comptime]
+        fast_key = self._fast_key(args, kwargs)
+        entry = self._fast.get(fast_key) if fast_key is not None else None
+        if entry is None:
+            try:
+                compiled, bound, _ = self.compiled(args, kwargs)
+            except CompileError as err:
+                raise err.with_traceback(None) from None
+            meta = {name: bound[name] for name in self.comptime}
+            runtime_args = [v for n, v in bound.items() if n not in self.comptime]
+            if fast_key is not None:
+                self._fast[fast_key] = (compiled, meta)
+        else:
+            compiled, meta = entry
+            runtime_args = list(args)
         compiled.launch(normalize_grid(grid, meta, self.fn.__name__), runtime_args)
+
+    def _fast_key(self, args: tuple, kwargs: dict) -> Any:
+        """A cheap key for the common launch shape (runtime arguments by position, comptime
+        ones and options by name), so a cached kernel launches without re-binding its
+        arguments; None sends the launch down the full path."""
+        if len(args) != self.runtime_count or not kwargs.keys() <= self.by_name:
+            return None
+        try:
+            key = (tuple(_arg_signature(a) for a in args), tuple(kwargs.items()),
+                   config.settings())
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
     def source(self, target: str, *args: Any, **kwargs: Any) -> str:
         """The generated source for ``target`` (``"cpu"``, ``"triton"``, ``"wgsl"``)."""
@@ -130,6 +158,19 @@ class Kernel:
         bound, options = self._bind(args, dict(kwargs))
         _, params, _ = self._specialize(bound, options.get("target") or "cpu")
         return print_function(self.build(params))
+
+
+def _arg_signature(value: Any) -> Any:
+    """What about an argument can change the compiled kernel: its kind, dtype and place."""
+    kind = type(value)
+    if kind is int:
+        return (kind, -(2**31) <= value < 2**31)
+    if kind is float or kind is bool:
+        return kind
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        raise TypeError("not an array or scalar")  # the full path explains the problem
+    return (kind, dtype, getattr(value, "device", None))
 
 
 def _hashable(value: Any) -> Any:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 
 from ...ir import Block, Function, Op, Operation, Value, walk
-from ...ir.ops import NOT_PURE
 from ...ir import dtypes as dt
+from ...ir.ops import NOT_PURE
 from ...ir.rules import reduce_dtype
 from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access

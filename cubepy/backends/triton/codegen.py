@@ -11,8 +11,9 @@ change a result. Two forms of one kernel exist, because Triton's interpreter dif
   target does; libdevice does not exist there, so ``tanh`` and ``pow`` are small helpers.
 
 Python semantics that C-like Triton lacks are spelled out: floor ``//`` and ``%`` (helpers),
-masked-off loads give 0, a masked-off atomic returns 0. Scalar parameters are annotated with
-the type the launcher passes (``n: tl.int32``); narrower dtypes are converted on entry.
+masked-off loads give 0, a masked-off atomic returns 0. Scalar parameters other than int32 are
+annotated with the type the launcher passes (``s: tl.float64``); narrower dtypes are converted
+on entry. int32 ones are left to Triton, which specializes on 1 and on multiples of 16.
 
 Example:
     >>> print(generate(fn, interpret=False).text)   # doctest: +SKIP
@@ -240,7 +241,9 @@ class TritonEmitter(PyEmitter):
                 continue
             dtype = value.type.dtype
             transport = TRANSPORT[dtype.name]
-            params.append(f"{param}: {tl_type(transport)}")
+            # int32 stays unannotated: Triton then specializes on values equal to 1 and on
+            # multiples of 16 (a unit stride as an argument keeps wide, asynchronous loads)
+            params.append(param if dtype == dt.int32 else f"{param}: {tl_type(transport)}")
             if self.interpret and dtype not in (dt.int32, dt.bool_):
                 # the interpreter passes Python numbers as they are: give them their dtype
                 self.line(f"{param} = tl.full((), {param}, {self.rtype(value)})")
@@ -483,11 +486,13 @@ class TritonEmitter(PyEmitter):
             precision = f", input_precision={'tf32' if self.allow_tf32 else 'ieee'!r}"
         big = min(m, n, k) >= MIN_DOT and (src != dt.int8 or k >= 2 * MIN_DOT)
         native = NATIVE_DOT.get(src.name)
+        # tl.dot asserts its accumulator is of out_dtype, which defaults to float32
+        out = f", out_dtype={tl_type(native)}" if native not in (None, dt.float32) else ""
         if big and native == acc_dtype:
-            self.assign(op, f"tl.dot({self.n(a)}, {self.n(b)}, {self.n(acc)}{precision})")
+            self.assign(op, f"tl.dot({self.n(a)}, {self.n(b)}, {self.n(acc)}{precision}{out})")
             return
         if big and native is not None:
-            product = f"tl.dot({self.n(a)}, {self.n(b)}{precision})"
+            product = f"tl.dot({self.n(a)}, {self.n(b)}{precision}{out})"
             self.assign(op, f"{self.n(acc)} + {self.to(product, native, acc_dtype)}")
             return
         # Small or unusual tiles: a broadcast product summed over k, in a wide dtype.

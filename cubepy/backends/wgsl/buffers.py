@@ -305,6 +305,8 @@ class DeviceArray:
         self._pooled: PooledBuffer | None = self._pool.allocate(self.nbytes)
         self._finalizer = weakref.finalize(self, _release, self._pool, self._pooled)
         self._finalizer.atexit = False
+        # What a bind group of this array depends on; launch caches key on it (None: released).
+        self._bind_key: tuple | None = (self._pooled.uid, self.binding_size, self.dtype)
 
     @classmethod
     def empty(
@@ -409,6 +411,7 @@ class DeviceArray:
         """Return the buffer to the pool now; the array is unusable afterwards."""
         if self._pooled is not None:
             self._pooled = None
+            self._bind_key = None
             self._finalizer()
             self._pool.collect()
 

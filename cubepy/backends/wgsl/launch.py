@@ -77,11 +77,16 @@ class BindingAliasError(WgslRuntimeError, LaunchError):
 
 
 class UniformRing:
-    """One uniform buffer that successive launches write their scalars into.
+    """One uniform buffer holding the scalars of launches, one aligned slot per distinct value.
 
-    Each launch takes the next aligned slot and binds it through a dynamic offset, so the
-    launches of one batch never overwrite each other's scalars. The ring rewinds after every
-    submit: later writes are ordered after the submitted work by the queue.
+    ``push(data)`` returns the offset of a slot holding ``data``; launches bind it through a
+    dynamic offset. Slots are filled in a host copy of the buffer and uploaded with one
+    ``queue.write_buffer`` just before the next submit (a submit hook of the command stream),
+    so a batch of launches costs one queue write, not one per launch. A slot keeps its
+    contents until the ring is full; launches with the same scalars (the usual case in a
+    loop) reuse one slot and need no new bytes at all. When the ring is full it submits the
+    pending work and starts again at offset 0: queue writes after a submit are ordered after
+    it, so the submitted launches still read their old scalars.
     """
 
     def __init__(self, device: WgslDevice, size: int = UNIFORM_RING_BYTES) -> None:
@@ -93,20 +98,42 @@ class UniformRing:
             size=self.size, usage=usage, label="cubepy uniforms"
         )
         self.offset = 0
-        device.stream.add_flush_hook(self.rewind)
+        self.slots: dict[bytes, int] = {}
+        self._host = bytearray(self.size)
+        self._dirty_lo = self.size
+        self._dirty_hi = 0
+        device.stream.add_submit_hook(self.upload)
 
     def rewind(self) -> None:
-        """Start again at offset 0 (called after each submit)."""
+        """Forget every slot and start again at offset 0 (submit first if slots are in use)."""
+        self.slots.clear()
         self.offset = 0
 
     def push(self, data: bytes) -> int:
-        """Write ``data`` into the next slot and return its offset."""
-        if self.offset + len(data) > self.size:
+        """The offset of a slot holding ``data`` (a new slot when no slot holds it yet)."""
+        offset = self.slots.get(data)
+        if offset is not None:
+            return offset
+        size = len(data)
+        if self.offset + size > min(self.size, len(self._host)):
+            # Pending launches use the current slots: upload them and submit first.
             self.device.stream.flush()
+            self.rewind()
         offset = self.offset
-        self.device.queue.write_buffer(self.buffer, offset, data)
-        self.offset = -(-(offset + len(data)) // self.align) * self.align
+        self._host[offset : offset + size] = data
+        self._dirty_lo = min(self._dirty_lo, offset)
+        self._dirty_hi = max(self._dirty_hi, offset + size)
+        self.offset = -(-(offset + size) // self.align) * self.align
+        self.slots[data] = offset
         return offset
+
+    def upload(self) -> None:
+        """Write the slots filled since the last upload into the buffer (before a submit)."""
+        lo, hi = self._dirty_lo, self._dirty_hi
+        if hi > lo:
+            self._dirty_lo, self._dirty_hi = len(self._host), 0
+            hi = -(-hi // 4) * 4
+            self.device.queue.write_buffer(self.buffer, lo, memoryview(self._host)[lo:hi])
 
 
 class BindGroupCache:
@@ -239,6 +266,10 @@ class Launcher:
             self.device, "bind_groups", BindGroupCache
         )
         self.layout, self.pipeline = self._pipeline()
+        self._layout_key = (self.bindings, id(self.layout))
+        self._max_per_dim: int = self.device.limits.get(
+            "max_compute_workgroups_per_dimension", 65535
+        )
 
     def launch(
         self,
@@ -257,17 +288,12 @@ class Launcher:
                 f"kernel {self.name!r} has {self.storage_count} storage bindings, "
                 f"got {len(buffers)} buffers"
             )
-        counts = fold_grid(
-            grid, self.device.limits.get("max_compute_workgroups_per_dimension", 65535)
-        )
+        counts = fold_grid(grid, self._max_per_dim)
         if 0 in counts:
             return
-        resources = self._storage_resources(buffers)
-        offsets: list[int] = []
-        if self._ring is not None and self.uniform_index is not None:
+        data = b""
+        if self._ring is not None:
             data = pack_uniforms([*grid_uniform_values(grid), *scalars])
-            offsets.append(self._ring.push(data))
-            resources.insert(self.uniform_index, (self._ring.buffer, len(data)))
         elif scalars:
             raise ValueError(f"kernel {self.name!r} has no uniform binding for its scalars")
         elif counts != fold_grid(grid, 1 << 62):
@@ -275,13 +301,37 @@ class Launcher:
                 f"kernel {self.name!r}: grid {grid!r} must be folded, which needs a uniform "
                 "binding holding the grid (see uniforms.py)"
             )
-        key = (self.bindings, id(self.layout))
-        group = self._bind_groups.get(self.layout, key, resources)
-        compute_pass = self.device.stream.compute_pass()
-        compute_pass.set_pipeline(self.pipeline)
-        compute_pass.set_bind_group(0, group, offsets)
-        compute_pass.dispatch_workgroups(*counts)
-        self.device.stream.note_dispatch()
+        group = self.bind_group(buffers, len(data))
+        offset = self._ring.push(data) if self._ring is not None else -1
+        self.device.stream.dispatch(self.pipeline, group, offset, *counts)
+
+    def bind_group(
+        self, buffers: Sequence[DeviceArray | wgpu.GPUBuffer], uniform_size: int = 0
+    ) -> wgpu.GPUBindGroup:
+        """The (cached) bind group of ``buffers`` and a ``uniform_size``-byte uniform slot.
+
+        Checks the buffers as ``launch`` does (count, types, binding size, aliasing).
+        """
+        if len(buffers) != self.storage_count:
+            raise ValueError(
+                f"kernel {self.name!r} has {self.storage_count} storage bindings, "
+                f"got {len(buffers)} buffers"
+            )
+        resources = self._storage_resources(buffers)
+        if self._ring is not None and self.uniform_index is not None:
+            resources.insert(self.uniform_index, (self._ring.buffer, uniform_size))
+        return self._bind_groups.get(self.layout, self._layout_key, resources)
+
+    def dispatch(self, group: wgpu.GPUBindGroup, uniform_data: bytes, x: int, y: int, z: int
+                 ) -> None:
+        """Record a dispatch of ``(x, y, z)`` workgroups (already folded) with a bind group
+        from ``bind_group()`` and the packed uniform bytes (``b""`` without a uniform binding).
+
+        The launch fast path: no checks beyond those ``bind_group()`` made.
+        """
+        ring = self._ring
+        offset = ring.push(uniform_data) if ring is not None else -1
+        self.device.stream.dispatch(self.pipeline, group, offset, x, y, z)
 
     __call__ = launch
 
