@@ -84,10 +84,13 @@ demo: $(DEMO_STAMP) runtime-dir $(if $(findstring wgsl,$(TARGET)),vulkan-drivers
 
 # ruff runs first so that pytest's summary is the last line of the output; both always run
 # and the first failure's exit code is kept (pytest's 5, "no tests ran", counts as a failure).
+# Every new triton specialization is also compiled ahead of time for sm_90 and gfx942, so the
+# GPU code paths are checked on every run without a GPU. Tests run on every core (xdist).
 test: $(DEV_STAMP) vulkan-drivers runtime-dir
 	@status=0; \
 	$(VENV)/bin/ruff check . || status=$$?; \
-	$(PY) -m pytest -q -ra --durations=15 || { rc=$$?; [ $$status != 0 ] || status=$$rc; }; \
+	CUBEPY_TRITON_AOT=cuda:90,hip:gfx942 $(PY) -m pytest -q -ra -n auto --durations=25 \
+	    || { rc=$$?; [ $$status != 0 ] || status=$$rc; }; \
 	exit $$status
 
 # asv asks about the machine on the terminal unless `asv machine --yes` ran first.

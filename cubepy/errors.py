@@ -35,7 +35,22 @@ class UnsupportedError(CompileError):
 
 
 class LaunchError(CubeError):
-    """A launch was given arguments that do not fit the kernel (count, dtype, device, grid)."""
+    """A launch was given arguments that do not fit the kernel (count, dtype, device, grid).
+
+    Raised from a launch, it names the user's line of the launch with a caret under it.
+    """
+
+    def __init__(self, message: str, hint: str | None = None, loc: Loc | None = None):
+        self.message = message
+        self.hint = hint
+        self.loc = loc
+        super().__init__(format_message(message, loc, hint) if loc or hint else message)
+
+    def located(self, loc: Loc | None) -> LaunchError:
+        """The same error, pointing at ``loc`` (the launch in the user's code)."""
+        if self.loc is not None or loc is None:
+            return self
+        return type(self)(self.message, self.hint, loc)
 
 
 def source_excerpt(loc: Loc) -> str:

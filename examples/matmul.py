@@ -129,6 +129,27 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
         **config.options(), **options)
 
 
+# Candidates for the autotuner on GPUs (H200-class): large tiles for big shapes, 16-row tiles
+# for skinny ones. Each config's entries become the keyword arguments of matmul_tuned.
+TUNING_CONFIGS = [
+    cube.Config(BM=bm, BN=bn, BK=bk, GROUP=g, num_warps=w, num_stages=s)
+    for bm, bn, bk, g, w, s in [(128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3),
+                                (256, 128, 64, 8, 8, 3), (128, 256, 32, 8, 8, 4),
+                                (128, 128, 64, 8, 4, 4), (16, 128, 128, 1, 4, 4),
+                                (16, 64, 512, 1, 4, 3)]]
+
+
+@cube.autotune(configs=TUNING_CONFIGS, key=["M", "N", "K"])
+def matmul_tuned(a, b, c, M, N, K, BM, BN, BK, GROUP, num_warps, num_stages, target=None):
+    """``c = a @ b`` with tile sizes and launch options tuned per (M, N, K) bucket, dtype and
+    device; results ship in autotune_cache/ for the devices we tuned on.
+
+    Example:
+        >>> matmul_tuned(a, b, c, *a.shape, b.shape[1])  # doctest: +SKIP
+    """
+    matmul(a, b, c, config=Config(BM, BN, BK, GROUP, num_warps, num_stages), target=target)
+
+
 def matmul_reference(a: np.ndarray, b: np.ndarray, activation: str = "") -> np.ndarray:
     """``activation(a @ b)`` in float64 NumPy."""
     acc = a.astype(np.float64) @ b.astype(np.float64)

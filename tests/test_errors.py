@@ -291,35 +291,67 @@ def plain_fn(x, out, n, BLOCK: cube.Comptime[int]):
     cube.store(out + offs, cube.load(x + offs, mask=offs < n), mask=offs < n)
 
 
+def _launch_error(test_fn, needle, launch) -> str:
+    """Launch errors point at the user's launch line too (file:line:col, source, caret)."""
+    with pytest.raises(cube.CubeError) as info:
+        launch()
+    msg = str(info.value)
+    assert "plain_fn" in msg, msg
+    check_user_error(info.value, test_fn, needle, hint=False)
+    return msg
+
+
 def test_missing_comptime_argument(target):
     x, out = _arrays()
     kern = cube.kernel(plain_fn)
-    with pytest.raises(cube.CubeError) as info:
-        kern[(1,)](x, out, 16, target=target)
-    assert "BLOCK" in str(info.value)
+    msg = _launch_error(
+        test_missing_comptime_argument,
+        "kern[(1,)](x, out, 16, target=target)",
+        lambda: kern[(1,)](x, out, 16, target=target),
+    )
+    assert "BLOCK" in msg
     assert np.isnan(out).all()
 
 
 def test_too_few_arguments(target):
     x, out = _arrays()
     kern = cube.kernel(plain_fn)
-    with pytest.raises(cube.CubeError) as info:
-        kern[(1,)](x, out, BLOCK=16, target=target)
-    msg = str(info.value)
+    msg = _launch_error(
+        test_too_few_arguments,
+        "kern[(1,)](x, out, BLOCK=16, target=target)",
+        lambda: kern[(1,)](x, out, BLOCK=16, target=target),
+    )
     assert re.search(r"\bn\b", msg) and "argument" in msg.lower(), msg
 
 
 def test_too_many_arguments(target):
     x, out = _arrays()
     kern = cube.kernel(plain_fn)
-    with pytest.raises(cube.CubeError) as info:
-        kern[(1,)](x, out, 16, 16, 99, target=target)
-    assert "argument" in str(info.value).lower()
+    msg = _launch_error(
+        test_too_many_arguments,
+        "kern[(1,)](x, out, 16, 16, 99, target=target)",
+        lambda: kern[(1,)](x, out, 16, 16, 99, target=target),
+    )
+    assert "argument" in msg.lower()
 
 
 def test_unknown_keyword_argument(target):
     x, out = _arrays()
     kern = cube.kernel(plain_fn)
+    msg = _launch_error(
+        test_unknown_keyword_argument,
+        "kern[(1,)](x, out, 16, BLOCK=16, BLOCKK=3, target=target)",
+        lambda: kern[(1,)](x, out, 16, BLOCK=16, BLOCKK=3, target=target),
+    )
+    assert "BLOCKK" in msg
+
+
+def test_builtin_outside_kernel_points_at_the_call():
     with pytest.raises(cube.CubeError) as info:
-        kern[(1,)](x, out, 16, BLOCK=16, BLOCKK=3, target=target)
-    assert "BLOCKK" in str(info.value)
+        cube.arange(0, 16)
+    check_user_error(
+        info.value,
+        test_builtin_outside_kernel_points_at_the_call,
+        "cube.arange(0, 16)",
+        "@cube.kernel",
+    )

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import config
-from ..errors import CompileError, CubeError, LaunchError
+from ..errors import CompileError, CubeError, LaunchError, caller_loc
 from ..frontend import build_kernel
 from ..ir import Function, Type, print_function
 from ..lang.builtins import is_comptime_annotation
@@ -56,7 +56,10 @@ class Kernel:
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         def launch(*args: Any, **kwargs: Any) -> None:
-            self.launch(grid, args, kwargs)
+            try:
+                self.launch(grid, args, kwargs)
+            except LaunchError as err:
+                raise err.located(caller_loc(2)) from None
         return launch
 
     # ---- binding ----
@@ -70,7 +73,9 @@ class Kernel:
                        and list(self.signature.parameters).index(n) >= len(args)]
             extra = f"; comptime parameters to pass by keyword: {', '.join(missing)}" \
                 if missing else ""
-            raise LaunchError(f"{self.fn.__name__}(): {err}{extra}") from None
+            params = ", ".join(self.signature.parameters)
+            raise LaunchError(f"{self.fn.__name__}(): {err}{extra}",
+                              f"launch it as {self.fn.__name__}[grid]({params})") from None
         bound.apply_defaults()
         return dict(bound.arguments), options
 

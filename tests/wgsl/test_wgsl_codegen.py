@@ -273,7 +273,10 @@ def test_float64_transcendentals_are_computed_in_software():
             np.power(np.abs(x) + 0.5, x * 0.5),
         ]
     for got, expected in zip(outs, want):
-        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-300)
+        # sin(x) near a multiple of pi is a cancellation: its error is a few ulps of x (|x| is
+        # up to 30), not of the tiny result; an atol of 1e-14 covers that and nothing more.
+        # (Seen on NVIDIA's Vulkan driver, whose fma contraction differs from lavapipe's.)
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-14)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "bfloat16"])

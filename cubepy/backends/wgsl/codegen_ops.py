@@ -3,6 +3,8 @@ division and modulo, float to int casts that truncate, NaN-propagating max and m
 
 from __future__ import annotations
 
+import re
+
 from ...ir import Op, Operation
 from . import codegen_types as ty
 from .codegen_f64 import F64_HELPERS, f64_call
@@ -57,7 +59,11 @@ class OpsMixin:
                 return f"({a} {'&' if kind is Op.AND else '|' if kind is Op.OR else '!='} {b})"
             return f"({a} {'&' if kind is Op.AND else '|' if kind is Op.OR else '^'} {b})"
         if kind in (Op.SHL, Op.SHR):
-            return f"({args[0]} {'<<' if kind is Op.SHL else '>>'} u32({args[1]}))"
+            amount = args[1]
+            # naga refuses u32() of a 64-bit literal: write a literal amount as u32 directly
+            literal = re.fullmatch(r"\(?(-?\d+)(?:li|lu|i|u)?\)?", amount)
+            amount = f"{int(literal.group(1)) & 63}u" if literal else f"u32({amount})"
+            return f"({args[0]} {'<<' if kind is Op.SHL else '>>'} {amount})"
         if kind is Op.FLOORDIV:
             if dtype.is_float:
                 return f"floor({args[0]} / {args[1]})"

@@ -186,13 +186,16 @@ def from_storage(expr: str, dtype: dt.DType) -> str:
 
 # Helper functions emitted once per module when used; `{T}` is the register type.
 HELPERS = {
+    # Python's floor semantics from the remainder a - q*b alone, so the result is right
+    # whichever way a driver rounds the quotient (NVIDIA's Vulkan and lavapipe differed).
     "floordiv": """fn floordiv_{T}(a: {T}, b: {T}) -> {T} {{
     let q = a / b;
-    if ((a % b != {Z}) && ((a < {Z}) != (b < {Z}))) {{ return q - {O}; }}
+    let r = a - q * b;
+    if ((r != {Z}) && ((r < {Z}) != (b < {Z}))) {{ return q - {O}; }}
     return q;
 }}""",
     "floormod": """fn floormod_{T}(a: {T}, b: {T}) -> {T} {{
-    let r = a % b;
+    let r = a - (a / b) * b;
     if ((r != {Z}) && ((r < {Z}) != (b < {Z}))) {{ return r + b; }}
     return r;
 }}""",

@@ -8,7 +8,13 @@ grid fields (``uniforms.GRID_FIELDS``), then the kernel's scalars in the order g
 ``launch``; see ``uniforms.py`` for the layout and the grid-folding rule.
 
 Launches are recorded into the device's pending encoder and submitted in batches; nothing
-waits for the GPU until ``synchronize()`` or a read (``DeviceArray.numpy()``).
+waits for the GPU until ``synchronize()`` or a read (``DeviceArray.numpy()``). Consecutive
+launches share one open compute pass (``CommandStream.dispatch`` skips re-binding an unchanged
+pipeline, bind group or uniform offset), uniforms live in content-addressed slots of one ring
+buffer uploaded once per submit (``UniformRing``), and bind groups are cached by the bound
+buffers. ``WgslKernel.launch`` (backend.py) adds a fast path for DeviceArray arguments seen
+before: one tuple of the arrays' bind keys, one ``struct.pack`` of the grid and scalars, one
+dispatch.
 
 Example:
     >>> import numpy as np
