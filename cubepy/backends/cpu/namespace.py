@@ -46,14 +46,15 @@ def _namespace(jit: bool) -> dict[str, Any]:
         scalar = rmw(kind)
         ns[f"atomic_{kind}_s"] = scalar
         ns[f"atomic_{kind}_t"] = compile_closure(atomics.tile_rmw(scalar))
-    ns["erf"] = _erf_ufunc(jit)
     ns["atomic_cas_s"] = cas
     ns["atomic_cas_t"] = compile_closure(atomics.tile_cas(cas))
     return ns
 
 
-def _erf_ufunc(jit: bool) -> Any:
-    """erf as a ufunc, so Numba fuses it into array expressions like np.exp."""
+@functools.cache
+def erf_ufunc(jit: bool) -> Any:
+    """erf as a ufunc, so Numba fuses it into array expressions like np.exp. Built only for
+    kernels that use erf: even from Numba's cache it costs ~0.4 s."""
     if jit:
         from numba import vectorize
 
