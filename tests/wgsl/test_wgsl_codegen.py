@@ -366,3 +366,28 @@ def test_softmax_on_every_path(options):
     _run(row_softmax, options, (6,), x, out, 300, BLOCK=512)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+# ---------------------------------------------------------------- vec4 loads and stores
+
+
+@cube.kernel
+def gelu_at(x, out, n, base, BLOCK: cube.Comptime[int]):
+    offs = base + cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    v = cube.load(x + offs, mask=mask)
+    cube.store(out + offs, v * 0.5 * (1.0 + cube.tanh(v)), mask=mask)
+
+
+@pytest.mark.parametrize("n,base", [(3001, 0), (3001, 1), (3001, 3), (4096, 4), (5, 2)])
+def test_contiguous_loads_and_stores_are_vec4(n, base):
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    src = _src(gelu_at, x, x, n, base, BLOCK=1024)
+    assert "var<storage, read> x: array<vec4<f32>>;" in src
+    assert re.search(r"let quad_\d+ = x\[offs_\d+ >> 2u\];", src)  # a vec4 load
+    assert re.search(r"out\[offs_\d+ >> 2u\] = vec4<f32>\(", src)  # a vec4 store
+    out = np.full_like(x, 7.0)
+    gelu_at[(-(-(n - base) // 1024),)](x, out, n, base, BLOCK=1024)
+    ref = x * 0.5 * (1.0 + np.tanh(x))
+    np.testing.assert_allclose(out[base:], ref[base:], rtol=1e-5, atol=1e-6)
+    assert (out[:base] == 7.0).all()

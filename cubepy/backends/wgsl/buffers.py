@@ -22,8 +22,9 @@ A kernel reads a bool element as ``x[i] != 0u`` and writes ``select(0u, 1u, b)``
 kernel starts with ``enable f16;``.
 
 Elements are contiguous in C order from byte 0 of the buffer. A storage binding covers the
-array's bytes rounded up to 4 (``DeviceArray.binding_size``), so ``arrayLength()`` in WGSL is
-the element count, except for an odd-length ``float16`` array where it is one more.
+array's bytes rounded up to 16 (whole ``vec4`` elements, for kernels that declare it
+``array<vec4<T>>``; rounded up to 4 in a buffer too small for that), see
+``DeviceArray.binding_size``. Kernels do not rely on ``arrayLength()``.
 
 Example:
     >>> import numpy as np
@@ -356,7 +357,13 @@ class DeviceArray:
 
     @property
     def binding_size(self) -> int:
-        """Bytes a storage binding of this array covers: ``nbytes`` rounded up to 4 (at least 4)."""
+        """Bytes a storage binding of this array covers: ``nbytes`` rounded up to 16 (whole
+        ``vec4`` elements, for kernels that declare the binding ``array<vec4<T>>``), or to 4
+        where the buffer is too small for that."""
+        vec4 = max(16, -(-self.nbytes // 16) * 16)
+        pooled = self._pooled
+        if pooled is not None and vec4 <= pooled.size:
+            return vec4
         return max(4, -(-self.nbytes // 4) * 4)
 
     @property

@@ -54,7 +54,8 @@ class WgslEmitter(TileMixin, OpsMixin, MemoryMixin, ReduceMixin, DotMixin):
         self.w = w
         self.target = target
         self.all_rw = all_read_write
-        self.layouts = Layouts(fn, w, vec4_dot=target.options.get("vec4", True))
+        self.layouts = Layouts(fn, w, vec4_dot=target.options.get("vec4", True),
+                               vec4_io=target.options.get("vec4", True))
         self.uses = buffer_uses(fn)
         self.lines: list[str] = []
         self.depth = 1
@@ -311,6 +312,8 @@ class WgslEmitter(TileMixin, OpsMixin, MemoryMixin, ReduceMixin, DotMixin):
             use = self.uses[i]
             kind = "read_write" if (use.written or self.all_rw) else "read"
             elem = self.element_type(i)
+            if i in self.layouts.vec4_bufs:
+                elem = f"vec4<{elem}>"  # element o is [o >> 2u][o & 3i]
             access = "read_write" if kind == "read_write" else "read"
             decls.append(f"@group(0) @binding({len(bindings)}) var<storage, {access}> "
                          f"{self.buffers[i]}: array<{elem}>;")

@@ -7,9 +7,19 @@ shared through workgroup memory)."""
 
 from __future__ import annotations
 
+import re
+
 from ...errors import UnsupportedError
 from ...ir import Operation, Value
 from . import codegen_types as ty
+from .lower_layout import Quad
+
+
+def _p(expr: str) -> str:
+    """``expr`` parenthesized unless it is a name or literal (WGSL needs them around shifts
+    and bit operations)."""
+    return expr if re.fullmatch(r"[A-Za-z0-9_]+|\(.*\)", expr) else f"({expr})"
+
 
 RMW = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin", "xchg": "atomicExchange"}
 
@@ -44,6 +54,8 @@ class MemoryMixin:
             return f"atomicLoad(&{buf}[{off}])"
         if mode == "bits":
             return f"bitcast<f32>(atomicLoad(&{buf}[{off}]))"
+        if i in self.layouts.vec4_bufs:
+            return f"{buf}[{_p(off)} >> 2u][{_p(off)} & 3i]"
         return ty.from_storage(f"{buf}[{off}]", dtype)
 
     def write(self, ptr: Value, off: str, value: str) -> str:
@@ -53,6 +65,8 @@ class MemoryMixin:
             return f"atomicStore(&{buf}[{off}], {value});"
         if mode == "bits":
             return f"atomicStore(&{buf}[{off}], bitcast<u32>({value}));"
+        if i in self.layouts.vec4_bufs:
+            return f"{buf}[{_p(off)} >> 2u][{_p(off)} & 3i] = {value};"
         return f"{buf}[{off}] = {ty.to_storage(value, dtype)};"
 
     # ---- loads and stores ----
@@ -74,6 +88,10 @@ class MemoryMixin:
             self.let(op.result, value_at(None))
             return
         priv = self.new_priv(op.result)
+        if isinstance(priv.layout, Quad) and self.layouts.vec4_ptr(ptr):
+            self.consume_quads(priv.layout, [ptr, mask, other],
+                               lambda idxs: self.load_quad(priv.name, ptr, mask, other, idxs))
+            return
         self.consume(priv.layout, op.result.type.shape, [ptr, mask, other],
                      lambda idx: self.line(f"{priv.name}[{idx.owner[1]}] = {value_at(idx)};"))
 
@@ -96,7 +114,71 @@ class MemoryMixin:
             return
         shape = ptr.type.shape
         layout = self.layout_for([value, ptr, mask], shape)
+        if self.layouts.vec4_ptr(ptr) and (isinstance(layout, Quad) or all(
+                self._chain_layout(v, 0) is None for v in (value, mask) if v is not None)):
+            self.consume_quads(Quad(ptr.type.numel, self.w), [ptr, value, mask],
+                               lambda idxs: self.store_quad(ptr, value, mask, idxs))
+            return
         self.consume(layout, shape, [ptr, value, mask], store_at)
+
+    # ---- vec4 loads and stores (contiguous pointers, see lower_layout.Quad) ----
+
+    def consume_quads(self, layout: Quad, roots: list[Value | None], body) -> None:
+        """``consume`` for a body that takes the 4 indices of a quad at once."""
+        todo = self.needs_staging([r for r in roots if r is not None], layout)
+        staged_before = dict(self.staged)
+        if todo:
+            self.phase_begin()
+            self.stage(todo)
+            self.barrier()
+        self.quad_loop(layout, body)
+        if todo:
+            self.phase_end()
+        self.staged = staged_before
+
+    def quad_guard(self, ptr: Value, mask: Value | None, idxs) -> tuple[list[str], str]:
+        """The offsets of a quad's elements and the condition of its vec4 access: the first
+        offset is a multiple of 4 (then all four are in one vec4) and all are in the mask."""
+        offs = [self.ev(ptr, idx) for idx in idxs]
+        conds = [f"({_p(offs[0])} & 3i) == 0i"]
+        if mask is not None:
+            conds += [self.ev(mask, idx) for idx in idxs]
+        return offs, " && ".join(conds)
+
+    def load_quad(self, priv: str, ptr: Value, mask, other, idxs) -> None:
+        offs, cond = self.quad_guard(ptr, mask, idxs)
+        buf, dtype = self.buffers[ptr.type.ptr_base], ptr.type.dtype
+        slots = [idx.owner[1] for idx in idxs]
+        self.line(f"if ({cond}) {{")
+        vec = self.fresh("quad")
+        self.line(f"    let {vec} = {buf}[{_p(offs[0])} >> 2u];")
+        for slot, c in zip(slots, "xyzw"):
+            self.line(f"    {priv}[{slot}] = {vec}.{c};")
+        self.line("} else {")
+        self.depth += 1
+        for idx, off, slot in zip(idxs, offs, slots):
+            raw = self.read(ptr, off)
+            if mask is not None:
+                fallback = self.ev(other, idx) if other is not None else ty.literal(0, dtype)
+                raw = f"select({fallback}, {raw}, {self.ev(mask, idx)})"
+            self.line(f"{priv}[{slot}] = {raw};")
+        self.depth -= 1
+        self.line("}")
+
+    def store_quad(self, ptr: Value, value: Value, mask, idxs) -> None:
+        offs, cond = self.quad_guard(ptr, mask, idxs)
+        buf = self.buffers[ptr.type.ptr_base]
+        vals = [self.ev(value, idx) for idx in idxs]
+        t = ty.storage(ptr.type.dtype)
+        self.line(f"if ({cond}) {{")
+        self.line(f"    {buf}[{_p(offs[0])} >> 2u] = vec4<{t}>({', '.join(vals)});")
+        self.line("} else {")
+        self.depth += 1
+        for idx, off, v in zip(idxs, offs, vals):
+            text = self.write(ptr, off, v)
+            self.line(f"if ({self.ev(mask, idx)}) {{ {text} }}" if mask is not None else text)
+        self.depth -= 1
+        self.line("}")
 
     # ---- atomics ----
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ...ir import Op, Value
 from ...ir.ops import ELEMENTWISE
 from . import codegen_types as ty
-from .lower_layout import Blocked, Layout, Std
+from .lower_layout import Blocked, Layout, Quad, Std
 
 UNROLL = 16  # element loops with at most this many slots are unrolled (constant indices)
 
@@ -129,6 +129,9 @@ class TileMixin:
         if isinstance(layout, Blocked):
             self._blocked_loop(layout, shape, body)
             return
+        if isinstance(layout, Quad):
+            self.quad_loop(layout, lambda idxs: [body(idx) for idx in idxs])
+            return
         n, w, k_count = layout.n, layout.w, layout.slots
         guard = n % w != 0
         if k_count > UNROLL:
@@ -154,6 +157,31 @@ class TileMixin:
         if guard:
             self.depth -= 1
             self.line("}")
+
+    def quad_loop(self, layout: Quad, body: Callable[[list[Idx]], None]) -> None:
+        """Run ``body`` on the 4 consecutive elements of every quad this invocation owns."""
+        quads, w = layout.n // (4 * layout.w), layout.w
+        if quads * 4 > UNROLL:
+            q = self.fresh("q")
+            self.line(f"for (var {q} = 0i; {q} < {quads}i; {q}++) {{")
+            self.depth += 1
+            self._quad(layout, f"(lid + {q} * {w}i) * 4i", [f"{q} * 4i + {j}i" for j in range(4)],
+                       body)
+            self.depth -= 1
+            self.line("}")
+            return
+        for q in range(quads):
+            self._quad(layout, f"(lid + {q * w}i) * 4i" if q else "lid * 4i",
+                       [str(4 * q + j) for j in range(4)], body)
+
+    def _quad(self, layout: Quad, e_expr: str, slots: list[str], body) -> None:
+        e = self.fresh("e")
+        self.line(f"let {e} = {e_expr};")
+        idxs = [Idx((layout.n,), [f"({e} + {j}i)" if j else e], None, (layout, slot))
+                for j, slot in enumerate(slots)]
+        for idx in idxs:
+            idx.flat = idx.dims[0]
+        self.with_memo(lambda: body(idxs))
 
     def _blocked_loop(self, layout: Blocked, shape, body) -> None:
         guard = layout.tm * layout.tn < self.w
@@ -317,7 +345,7 @@ class TileMixin:
 
 
 def layout_numel(layout: Layout) -> int:
-    return layout.n if isinstance(layout, Std) else layout.m * layout.n
+    return layout.m * layout.n if isinstance(layout, Blocked) else layout.n
 
 
 _SIMPLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(\[[A-Za-z0-9_]+\])?|-?[0-9][0-9.eE+-]*[a-z]*)$")

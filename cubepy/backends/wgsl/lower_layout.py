@@ -6,6 +6,9 @@ is *materialized* lives in a private array ``array<T, K>`` of every invocation, 
 - ``Std(N)``: invocation ``lid`` owns the flat (row-major) elements ``e = lid + k*W``,
   ``k < K = ceil(N/W)``. Consecutive invocations own consecutive elements, so loads and stores
   coalesce. Two tiles with the same element count share this layout (a reshape is free).
+- ``Quad(N)``: a 1-D tile with N a multiple of 4*W whose elements are read or written at
+  consecutive addresses: invocation ``lid`` owns the quads ``4*(lid + q*W) + j``, ``j < 4``, in
+  slots ``4*q + j``, so it loads and stores them as one ``vec4`` (``contiguous``).
 - ``Blocked(M, N, TM, TN, RM, RN)``: a 2-D tile; invocations form a TM x TN grid and each owns
   an RM x RN register block, strided: element ``(rm*TM + lid/TN, rn*TN + lid%TN)`` is slot
   ``k = rm*RN + rn``. ``dot`` produces its result in this layout (register blocking).
@@ -37,6 +40,16 @@ class Std:
 
 
 @dataclass(frozen=True)
+class Quad:
+    n: int
+    w: int
+
+    @property
+    def slots(self) -> int:
+        return self.n // self.w
+
+
+@dataclass(frozen=True)
 class Blocked:
     m: int
     n: int
@@ -63,7 +76,38 @@ class Blocked:
         return f"({rn * self.tn}i + lid % {self.tn}i)" if rn else f"(lid % {self.tn}i)"
 
 
-Layout = Std | Blocked
+Layout = Std | Quad | Blocked
+
+VEC4_DTYPES = ("float32", "int32", "uint32")
+
+
+def uniform(v: Value, depth: int = 0) -> bool:
+    """Whether tile (or scalar) ``v`` has the same value at every element."""
+    if not v.type.shape:
+        return True
+    op = v.owner
+    if op is None or depth > 32:
+        return False
+    if op.op is Op.FULL or (op.op is Op.BROADCAST and not op.operands[0].type.shape):
+        return True
+    if op.op in ELEMENTWISE:
+        return all(uniform(x, depth + 1) for x in op.operands)
+    return False
+
+
+def contiguous(v: Value, depth: int = 0) -> bool:
+    """Whether 1-D tile ``v`` is ``uniform + arange(start, start + N)``: element ``e`` is the
+    value of element 0 plus ``e`` (so a pointer tile addresses consecutive elements)."""
+    op = v.owner
+    if op is None or depth > 32 or len(v.type.shape) != 1:
+        return False
+    if op.op is Op.ARANGE:
+        return True
+    if op.op in (Op.ADD, Op.PTR_ADD):
+        a, b = op.operands
+        return (uniform(a) and contiguous(b, depth + 1)) or \
+            (contiguous(a, depth + 1) and uniform(b))
+    return False
 
 
 def blocked_for(m: int, n: int, w: int, vec4: bool = False) -> Layout:
@@ -115,17 +159,23 @@ def choose_workgroup_size(fn: Function, options: dict, max_invocations: int) -> 
 class Layouts:
     """The layout of every materialized tile of a function (see the module docstring)."""
 
-    def __init__(self, fn: Function, w: int, vec4_dot: bool = True):
+    def __init__(self, fn: Function, w: int, vec4_dot: bool = True, vec4_io: bool = True):
         self.w = w
         self.vec4_dot = vec4_dot
+        self.vec4_io = vec4_io
         self.of: dict[int, Layout] = {}
         self.carried: dict[int, list[Value]] = {}  # block arg / result id -> group of values
         self._users: dict[int, list[Operation]] = {}
         for op in walk(fn.body):
             for v in op.operands:
                 self._users.setdefault(v.id, []).append(op)
+        self.atomic_bufs = {op.operands[0].type.ptr_base for op in walk(fn.body)
+                            if op.op in (Op.ATOMIC, Op.ATOMIC_CAS)}
         self._assign(fn.body)
         self._assign(fn.body)  # again: loads see the layouts of tiles defined after them
+        # buffers accessed with vec4 somewhere: declared array<vec4<T>>
+        self.vec4_bufs = {op.operands[0].type.ptr_base for op in walk(fn.body)
+                          if op.op in (Op.LOAD, Op.STORE) and self.vec4_ptr(op.operands[0])}
 
     def users(self, value: Value) -> list[Operation]:
         """The ops that read ``value`` directly."""
@@ -150,14 +200,38 @@ class Layouts:
             elif op.op in (Op.FOR, Op.WHILE, Op.IF):
                 self._assign_carried(op)
 
+    def vec4_ptr(self, ptr: Value) -> bool:
+        """Whether loads and stores through pointer tile ``ptr`` can go 4 elements at a time:
+        a contiguous 1-D f32/i32/u32 tile of a multiple of 4*W elements, no atomics."""
+        return self.vec4_io and len(ptr.type.shape) == 1 and \
+            ptr.type.numel % (4 * self.w) == 0 and ptr.type.dtype.name in VEC4_DTYPES and \
+            ptr.type.ptr_base not in self.atomic_bufs and contiguous(ptr)
+
+    def _only_elementwise(self, value: Value, seen: set[int]) -> bool:
+        """Whether every (transitive) reader of ``value`` is elementwise or a store."""
+        if value.id in seen:
+            return True
+        seen.add(value.id)
+        for user in self._users.get(value.id, []):
+            if user.op is Op.STORE:
+                continue
+            if user.op not in ELEMENTWISE or user.result.type.shape != value.type.shape or \
+                    not self._only_elementwise(user.result, seen):
+                return False
+        return True
+
     def _load_layout(self, value: Value) -> Layout:
-        """A loaded tile added to a register-blocked tile is loaded in its layout."""
+        """A loaded tile added to a register-blocked tile is loaded in its layout; a
+        contiguous one only read elementwise is loaded in quads."""
         for user in self._users.get(value.id, []):
             if user.op in ELEMENTWISE:
                 for other in user.operands:
                     layout = self.of.get(other.id)
                     if isinstance(layout, Blocked) and other.type.shape == value.type.shape:
                         return layout
+        if value.owner.op is Op.LOAD and self.vec4_ptr(value.owner.operands[0]) and \
+                self._only_elementwise(value, set()):
+            return Quad(numel(value), self.w)
         return self.std(numel(value))
 
     def _assign_carried(self, op: Operation) -> None:
