@@ -36,8 +36,19 @@ INFO = TargetInfo(
 )
 
 
+@functools.cache
+def _runtime_digest() -> str:
+    """A digest of the helpers generated code calls. Numba's cache does not notice when a
+    callee changes, so a changed helper must change every generated module's file name."""
+    folder = Path(__file__).parent
+    text = "".join((folder / name).read_text() for name in ("helpers.py", "atomics.py",
+                                                             "namespace.py"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def _write_module(source: str, debug: bool) -> Path:
-    digest = hashlib.sha256(f"{VERSION}\n{source}".encode()).hexdigest()[:24]
+    key = f"{VERSION}\n{_runtime_digest()}\n{source}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
     folder = config.settings().cache_dir / "cpu"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"k{digest}{'_debug' if debug else ''}.py"

@@ -52,18 +52,21 @@ def store_ts(arr, offs, val, mask):
             arr[o[i]] = val
 
 
+def row_unmasked(mask2d, i):
+    """Whether every element of row ``i`` is inside the mask (then the row is one slice)."""
+    for j in range(mask2d.shape[1]):
+        if not mask2d[i, j]:
+            return False
+    return True
+
+
 def load_rows(arr, base, row_stride, m, n, mask):
     """Load an (m, n) tile whose rows are contiguous: row i starts at base + i*row_stride."""
     out = np.zeros((m, n), arr.dtype)
     mk = mask.reshape(m, n)
     for i in range(m):
         start = base + i * row_stride
-        full = True
-        for j in range(n):
-            if not mk[i, j]:
-                full = False
-                break
-        if full:
+        if row_unmasked(mk, i):
             out[i, :] = arr[start:start + n]
         else:
             for j in range(n):
@@ -84,12 +87,7 @@ def store_rows(arr, base, row_stride, m, n, vals, mask):
     v, mk = vals.reshape(m, n), mask.reshape(m, n)
     for i in range(m):
         start = base + i * row_stride
-        full = True
-        for j in range(n):
-            if not mk[i, j]:
-                full = False
-                break
-        if full:
+        if row_unmasked(mk, i):
             arr[start:start + n] = v[i, :]
         else:
             for j in range(n):
