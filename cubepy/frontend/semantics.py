@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Builder, Op, Type, Value
+from ..ir import Builder, Op, Value
 from ..ir import dtypes as dt
 from ..ir.rules import RuleError, broadcast_shapes
 
@@ -149,7 +149,3 @@ def to_bool(b: Builder, x: Any) -> Any:
     if x.type.dtype.is_bool:
         return x
     return b.emit(Op.NE, x, materialize(b, 0, x.type.dtype, ()))
-
-
-def result_type_of(x: Any) -> Type:
-    return x.type if is_value(x) else Type(dt.literal_dtype(x))

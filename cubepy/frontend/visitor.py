@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import builtins as py_builtins
-import inspect
 from typing import Any
 
 from ..errors import CompileError
@@ -19,7 +18,7 @@ from ..ir.rules import RuleError
 from ..lang import builtins as B
 from . import control
 from .builtins import call_builtin
-from .semantics import binary, is_value, materialize, to_bool, unary
+from .semantics import binary, is_value, to_bool, unary
 from .source import function_globals, parse_function
 
 BINOPS = {
@@ -430,16 +429,8 @@ class FunctionBuilder(ast.NodeVisitor):
         except Exception as err:  # noqa: BLE001 - reported at the user's line
             self.error(node, f"compile-time call failed: {type(err).__name__}: {err}")
 
-    def materialize(self, x: Any, dtype: dt.DType | None = None,
-                    shape: tuple[int, ...] = ()) -> Value:
-        return materialize(self.b, x, dtype, shape)
-
 
 def build_kernel(pyfn: Any, params: list[tuple[str, Any]]) -> Function:
     """The IR of a kernel: ``params`` pairs each parameter name with its runtime ``Type`` or,
     for comptime parameters, its value."""
     return FunctionBuilder(pyfn, params, is_kernel=True).build()
-
-
-def kernel_signature(pyfn: Any) -> inspect.Signature:
-    return inspect.signature(pyfn)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .core import Block, Function, Operation, Value
 from .dtypes import DType
-from .ops import Op
 
 
 class _Names:
@@ -78,4 +77,4 @@ def print_function(fn: Function) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["print_function", "Op"]
+__all__ = ["print_function"]

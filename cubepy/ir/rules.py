@@ -278,17 +278,5 @@ def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
     raise RuleError(f"no type rule for {op.value}")  # control flow is typed by its regions
 
 
-def dtype_of_reduction_identity(kind: str, dtype: DType) -> object:
-    """The identity element of a reduction, as a Python value."""
-    if kind == "sum":
-        return 0.0 if dtype.is_float else 0
-    big = float("inf") if dtype.is_float else None
-    if big is None:
-        bits = dtype.bits if not dtype.is_bool else 1
-        lo, hi = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if dtype.is_signed else (0, 2**bits - 1)
-        return lo if kind == "max" else hi
-    return -big if kind == "max" else big
-
-
 __all__ = ["RuleError", "infer", "broadcast_shapes", "check_tile_shape", "is_pow2",
-           "reduce_dtype", "dot_dtype", "float32"]
+           "reduce_dtype", "dot_dtype"]

@@ -305,7 +305,7 @@ class CpuEmitter(PyEmitter):
 
     def cast(self, op: Operation) -> None:
         (x,) = op.operands
-        src, dst = x.type.dtype, op.result.type.dtype
+        dst = op.result.type.dtype
         name = self.n(x)
         if dst.is_bool:
             expr = f"{name} != 0"
@@ -318,7 +318,6 @@ class CpuEmitter(PyEmitter):
             expr = name
         else:
             expr = f"{name}.astype({reg(dst)})"
-        del src
         self.set(op, expr)
 
     def _array(self, ptr: Value) -> str:
