@@ -74,11 +74,20 @@ class Settings:
 
 
 _settings: Settings | None = None
+_generation = 0
+
+
+def generation() -> int:
+    """How many times the environment was read: a cheap key for caches of settings."""
+    if _settings is None:
+        reload()
+    return _generation
 
 
 def reload() -> Settings:
     """Read the environment again (tests change it); returns the new settings."""
-    global _settings
+    global _settings, _generation
+    _generation += 1
     _settings = Settings(
         target=os.environ.get("CUBEPY_TARGET") or None,
         debug=_flag("CUBEPY_DEBUG", False),

@@ -147,7 +147,7 @@ class Kernel:
             return None
         try:
             key = (tuple(_arg_signature(a) for a in args), tuple(kwargs.items()),
-                   config.settings())
+                   config.generation())
             hash(key)
         except TypeError:
             return None
@@ -175,6 +175,8 @@ def _arg_signature(value: Any) -> Any:
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         raise TypeError("not an array or scalar")  # the full path explains the problem
+    if getattr(value, "is_cuda", False):  # torch: an int, cheaper than building .device
+        return (kind, dtype, value.get_device())
     return (kind, dtype, getattr(value, "device", None))
 
 

@@ -145,6 +145,10 @@ class TritonKernel:
             _tag_interpreter_comparisons()
         self.num_warps = int(options.get("num_warps") or 4)
         self.num_stages = int(options.get("num_stages") or 3)
+        # only what the user chose: Triton's own defaults are the same, and its launcher is
+        # quicker without options to bind
+        self.launch_options = {k: int(options[k]) for k in ("num_warps", "num_stages")
+                               if options.get(k)}
         allow_tf32 = bool(options.get("allow_tf32", False))
         generated = generate(fn, interpret=interpret, allow_tf32=allow_tf32)
         self.source = generated.text
@@ -197,17 +201,18 @@ class TritonKernel:
         device = None
         for value, arg in zip(self.fn.args, args):
             if value.type.is_ptr:
-                if type(arg).__module__ != "torch" or not getattr(arg, "is_cuda", False):
+                if not getattr(arg, "is_cuda", False) or type(arg).__module__ != "torch":
                     return False
+                index = arg.get_device()  # an int: cheaper than building torch.device objects
                 if device is None:
-                    device = arg.device
-                elif arg.device != device:
+                    device = index
+                elif index != device:
                     return False
             elif type(arg) not in (int, float, bool):
                 return False
         if current_interpret_mode():
             return False
-        self.jit_fn[grid](*args, num_warps=self.num_warps, num_stages=self.num_stages)
+        self.jit_fn[grid](*args, **self.launch_options)
         return True
 
 
