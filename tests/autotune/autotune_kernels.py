@@ -7,12 +7,18 @@ Example:
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import cubepy as cube
+
+# The subprocess tests import this file alone: make tests/ importable for the shared kernels.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from shared_kernels import matmul_tiled  # noqa: E402
 
 ADD_CONFIGS = [cube.Config(BLOCK=64), cube.Config(BLOCK=128), cube.Config(BLOCK=256)]
 
@@ -50,24 +56,6 @@ def run_add(tuned: Any, n: int) -> np.ndarray:
     return out
 
 
-@cube.kernel
-def matmul_tiled(
-    a, b, c, M, N, K, BM: cube.Comptime[int], BN: cube.Comptime[int], BK: cube.Comptime[int]
-):
-    rm = cube.cube_pos(0) * BM + cube.arange(0, BM)
-    rn = cube.cube_pos(1) * BN + cube.arange(0, BN)
-    rk = cube.arange(0, BK)
-    acc = cube.zeros((BM, BN), cube.float32)
-    for k0 in range(0, K, BK):
-        ka = k0 + rk
-        a_tile = cube.load(
-            a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0
-        )
-        b_tile = cube.load(
-            b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0
-        )
-        acc = cube.dot(a_tile, b_tile, acc=acc)
-    cube.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 @cube.kernel

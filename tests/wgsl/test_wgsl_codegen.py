@@ -18,6 +18,8 @@ if not os.environ.get("XDG_RUNTIME_DIR"):  # Mesa complains on stderr without it
 
 pytest.importorskip("wgpu")
 
+from shared_kernels import matmul_tiled as tile_matmul  # noqa: E402
+
 import cubepy as cube  # noqa: E402
 from cubepy.backends.wgsl import backend as wgsl_backend  # noqa: E402
 
@@ -53,24 +55,6 @@ def row_softmax(x, out, n_cols, BLOCK: cube.Comptime[int]):
     cube.store(out + row * n_cols + cols, e / cube.sum(e, axis=0), mask=mask)
 
 
-@cube.kernel
-def tile_matmul(
-    a, b, c, M, N, K, BM: cube.Comptime[int], BN: cube.Comptime[int], BK: cube.Comptime[int]
-):
-    rm = cube.cube_pos(0) * BM + cube.arange(0, BM)
-    rn = cube.cube_pos(1) * BN + cube.arange(0, BN)
-    rk = cube.arange(0, BK)
-    acc = cube.zeros((BM, BN), cube.float32)
-    for k0 in range(0, K, BK):
-        ka = k0 + rk
-        a_tile = cube.load(
-            a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0
-        )
-        b_tile = cube.load(
-            b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0
-        )
-        acc = cube.dot(a_tile, b_tile, acc=acc)
-    cube.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 @cube.kernel
