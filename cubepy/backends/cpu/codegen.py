@@ -72,6 +72,8 @@ def _rowwise_operands(op: Operation, affine: AffineAnalysis) -> list[Value] | No
         return None
     if row_access(affine, op.operands[0]) is None:
         return None
+    if op.op is Op.LOAD and len(op.operands) == 3 and _is_zero(op.operands[2]):
+        return op.operands[1:2]  # the row load already gives 0 off the mask
     return op.operands[1:]
 
 

@@ -47,27 +47,31 @@ class MemoryMixin:
             return f"atomic<{ty.storage(dtype)}>"
         return ty.storage(dtype)
 
-    def read(self, ptr: Value, off: str) -> str:
+    def _element(self, ptr: Value, off: str) -> tuple[str, str]:
+        """The element ``off`` of ``ptr``'s buffer as an lvalue, and its access mode."""
         i = ptr.type.ptr_base
-        buf, mode, dtype = self.buffers[i], self.atomic_mode(i), ptr.type.dtype
+        buf, mode = self.buffers[i], self.atomic_mode(i)
+        if mode in ("native", "bits"):
+            return f"&{buf}[{off}]", mode
+        if i in self.layouts.vec4_bufs:  # declared array<vec4<T>>: element j of quad o/4
+            return f"{buf}[{_p(off)} >> 2u][{_p(off)} & 3i]", "vec4"
+        return f"{buf}[{off}]", "plain"
+
+    def read(self, ptr: Value, off: str) -> str:
+        ref, mode = self._element(ptr, off)
         if mode == "native":
-            return f"atomicLoad(&{buf}[{off}])"
+            return f"atomicLoad({ref})"
         if mode == "bits":
-            return f"bitcast<f32>(atomicLoad(&{buf}[{off}]))"
-        if i in self.layouts.vec4_bufs:
-            return f"{buf}[{_p(off)} >> 2u][{_p(off)} & 3i]"
-        return ty.from_storage(f"{buf}[{off}]", dtype)
+            return f"bitcast<f32>(atomicLoad({ref}))"
+        return ref if mode == "vec4" else ty.from_storage(ref, ptr.type.dtype)
 
     def write(self, ptr: Value, off: str, value: str) -> str:
-        i = ptr.type.ptr_base
-        buf, mode, dtype = self.buffers[i], self.atomic_mode(i), ptr.type.dtype
+        ref, mode = self._element(ptr, off)
         if mode == "native":
-            return f"atomicStore(&{buf}[{off}], {value});"
+            return f"atomicStore({ref}, {value});"
         if mode == "bits":
-            return f"atomicStore(&{buf}[{off}], bitcast<u32>({value}));"
-        if i in self.layouts.vec4_bufs:
-            return f"{buf}[{_p(off)} >> 2u][{_p(off)} & 3i] = {value};"
-        return f"{buf}[{off}] = {ty.to_storage(value, dtype)};"
+            return f"atomicStore({ref}, bitcast<u32>({value}));"
+        return f"{ref} = {value if mode == 'vec4' else ty.to_storage(value, ptr.type.dtype)};"
 
     # ---- loads and stores ----
 
