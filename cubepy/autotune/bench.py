@@ -2,7 +2,9 @@
 
 The loop (``benchmark``): every candidate first runs once on restored inputs (this compiles
 it and is its warm-up); its outputs are compared with those of the first candidate that ran
-(a wrong one is discarded). Then the survivors are timed round-robin; from the second round
+(a wrong one is discarded). Then the survivors are timed round-robin, each sample being
+enough back-to-back runs to last ``SAMPLE_SECONDS`` (a lone 50 µs kernel would be timed
+together with the launch gap before it); from the second round
 on, a candidate whose fastest run is slower than ``drop_ratio`` × the leader's median is
 dropped; the rest keep being timed until ``rep`` rounds or ``max_seconds`` have passed (at
 least three rounds). The winner has the least median.
@@ -302,6 +304,24 @@ def _check(outcome: Outcome, run: Callable[[Config], Any],
     return observed if reference is None else None
 
 
+SAMPLE_SECONDS = 2e-3  # one timed sample runs a candidate this long at least (at most 100x)
+
+
+def _run_times(run: Callable[[Config], Any], config: Config, count: int) -> None:
+    for _ in range(count):
+        run(config)
+
+
+def _repeats_per_sample(timer: Timer, once: Callable[[], Any]) -> int:
+    """How many back-to-back runs one sample times: a short kernel timed alone measures the
+    launch gap around it as much as the kernel, and picks winners by noise."""
+    try:
+        seconds = timer(once)
+    except Exception:  # noqa: BLE001 - the timing loop reports the error on this candidate
+        return 1
+    return max(1, min(100, int(SAMPLE_SECONDS / max(seconds, 1e-7))))
+
+
 def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], Any],
               observe: Callable[[Any], dict[str, np.ndarray]], snapshot: Snapshot,
               timer: Timer, *, warmup: int = 1, rep: int = 10, drop_ratio: float = 1.5,
@@ -317,11 +337,15 @@ def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], 
         if progress:
             progress.update(f"checked {done}/{len(outcomes)}")
     alive = [o for o in outcomes if o.status == "ok"]
+    repeats = {o.index: _repeats_per_sample(timer, functools.partial(run, o.config))
+               for o in alive} if len(alive) > 1 else {}
     started = time.perf_counter()
     for round_index in range(rep if len(alive) > 1 else 0):
         for outcome in alive:
             try:
-                outcome.samples.append(timer(functools.partial(run, outcome.config)))
+                count = repeats[outcome.index]
+                batch = functools.partial(_run_times, run, outcome.config, count)
+                outcome.samples.append(timer(batch) / count)
             except Exception as err:
                 outcome.status, outcome.error = "error", err
                 outcome.detail = f"{type(err).__name__}: {err}".splitlines()[0][:300]

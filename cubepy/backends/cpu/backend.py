@@ -82,26 +82,41 @@ class CpuKernel:
         module = _import(self.path)
         self.grid_fn = getattr(module, f"{fn.name}_grid")
         self.has_dot = any(op.op is Op.DOT for op in walk(fn.body))
+        # per argument: None for an array, else the NumPy scalar type it is passed as
+        self.scalar_types = [None if v.type.is_ptr else np.dtype(_register_dtype(v.type.dtype)).type
+                             for v in fn.args]
 
     def launch(self, grid: tuple[int, int, int], args: list[Any]) -> None:
         if grid[0] * grid[1] * grid[2] == 0:
             return
         converted = []
-        for value, arg, name in zip(self.fn.args, args, self.fn.arg_names):
-            if value.type.is_ptr:
-                if not isinstance(arg, np.ndarray):
-                    raise LaunchError(f"argument '{name}' must be a NumPy array on the cpu "
-                                      f"target, got {type(arg).__name__}")
+        for arg, scalar_type, name in zip(args, self.scalar_types, self.fn.arg_names):
+            if scalar_type is not None:
+                converted.append(scalar_type(arg))
+            elif type(arg) is np.ndarray and arg.ndim == 1 and arg.dtype in _AS_IS \
+                    and arg.flags.c_contiguous:
+                converted.append(arg)  # already the flat view kernels take
+            elif isinstance(arg, np.ndarray):
                 converted.append(host_view(arg, name))
             else:
-                converted.append(np.dtype(_register_dtype(value.type.dtype)).type(arg))
+                raise LaunchError(f"argument '{name}' must be a NumPy array on the cpu "
+                                  f"target, got {type(arg).__name__}")
         if self.has_dot and not self.debug:
             # each cube's dot calls BLAS; cubes already run on every core, so BLAS's own
             # threads would oversubscribe them (measured 6-9x slower on 2 cores)
             with _blas_controller().limit(limits=1, user_api="blas"):
                 run_grid(self.grid_fn, grid, converted, parallel=True)
+        elif self.debug:
+            # NumPy scalars warn where compiled code wraps around or gives inf/nan silently
+            with np.errstate(all="ignore"):
+                run_grid(self.grid_fn, grid, converted, parallel=False)
         else:
-            run_grid(self.grid_fn, grid, converted, parallel=not self.debug)
+            run_grid(self.grid_fn, grid, converted, parallel=True)
+
+
+# dtypes whose flat arrays kernels take as they are (16-bit floats travel as uint16)
+_AS_IS = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64,
+                                          np.uint8, np.uint32, np.float32, np.float64))
 
 
 _pool: ThreadPoolExecutor | None = None
@@ -114,6 +129,7 @@ def _blas_controller() -> Any:
     return ThreadpoolController()
 
 
+@functools.cache
 def _threads() -> int:
     return max(1, os.cpu_count() or 1)
 
