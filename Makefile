@@ -82,14 +82,18 @@ vulkan-drivers:
 demo: $(DEMO_STAMP) runtime-dir $(if $(findstring wgsl,$(TARGET)),vulkan-drivers)
 	$(PY) examples/demo.py --target '$(TARGET)'
 
-# ruff runs first so that pytest's summary is the last line of the output; both always run
-# and the first failure's exit code is kept (pytest's 5, "no tests ran", counts as a failure).
-# Every new triton specialization is also compiled ahead of time for sm_90 and gfx942, so the
-# GPU code paths are checked on every run without a GPU. Tests run on every core (xdist).
+# ruff runs first so that pytest's summary is the last line of the output; all three always
+# run and the first failure's exit code is kept (pytest's 5, "no tests ran", is a failure).
+# In the cubepy suite every new triton specialization is also compiled ahead of time for sm_90
+# and gfx942, so the GPU code paths are checked on every run without a GPU; burn's op suite
+# (the same kernels' library, hundreds of specializations) runs them on the interpreter only.
+# Tests run on every core (xdist).
 test: $(DEV_STAMP) vulkan-drivers runtime-dir
 	@status=0; \
 	$(VENV)/bin/ruff check . || status=$$?; \
-	CUBEPY_TRITON_AOT=cuda:90,hip:gfx942 $(PY) -m pytest -q -ra -n auto --durations=25 \
+	CUBEPY_TRITON_AOT=cuda:90,hip:gfx942 $(PY) -m pytest -q -ra -n auto --durations=15 \
+	    --ignore=tests/burn || { rc=$$?; [ $$status != 0 ] || status=$$rc; }; \
+	$(PY) -m pytest -q -ra -n auto --durations=15 tests/burn \
 	    || { rc=$$?; [ $$status != 0 ] || status=$$rc; }; \
 	exit $$status
 

@@ -7,6 +7,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .. import config
 from ..errors import CompileError, CubeError, LaunchError, caller_loc
 from ..frontend import build_kernel
@@ -172,6 +174,8 @@ def _arg_signature(value: Any) -> Any:
         return (kind, -(2**31) <= value < 2**31)
     if kind is float or kind is bool:
         return kind
+    if kind is np.ndarray:  # the commonest array: no attribute probing
+        return (kind, value.dtype)
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         raise TypeError("not an array or scalar")  # the full path explains the problem
@@ -190,6 +194,9 @@ def _hashable(value: Any) -> Any:
 
 def normalize_grid(grid: Any, meta: dict[str, Any], name: str) -> tuple[int, int, int]:
     """A grid as three non-negative ints (a callable grid is called with the comptime dict)."""
+    if type(grid) is tuple and 1 <= len(grid) <= 3 and all(type(g) is int and g >= 0
+                                                           for g in grid):
+        return grid + (1,) * (3 - len(grid))  # the common case, checked cheaply
     if callable(grid):
         grid = grid(meta)
     if isinstance(grid, int):

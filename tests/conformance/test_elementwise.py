@@ -413,3 +413,19 @@ def test_unary_minus_and_power_operator(target, rng):
     unary_neg_pow_kernel[(cdiv(n, BLOCK),)](x, neg, sq, n, BLOCK=BLOCK, target=target)
     assert_close(neg, -x)
     assert_close(sq, x.astype(np.float64) ** 2)
+
+
+@cube.kernel
+def nan_compare_kernel(x, out, n, BLOCK: cube.Comptime[int]):
+    i = cube.arange(0, BLOCK)
+    m = i < n
+    v = cube.load(x + i, mask=m, other=0.0)
+    cube.store(out + i, (v != v).to(cube.int32) * 2 + (v == v).to(cube.int32), mask=m)
+
+
+def test_nan_comparisons(target):
+    """NaN != NaN and not NaN == NaN on every target (a WGSL compiler may assume no NaNs)."""
+    x = np.array([1.0, np.nan, -2.0, np.inf, np.nan], np.float32)
+    out = np.full(5, -1, np.int32)
+    nan_compare_kernel[(1,)](x, out, 5, BLOCK=8, target=target)
+    np.testing.assert_array_equal(out, np.where(np.isnan(x), 2, 1))

@@ -52,6 +52,9 @@ class OpsMixin:
             a, b = args
             if dtype.is_bool and kind in (Op.LT, Op.LE, Op.GT, Op.GE):
                 a, b = f"select(0i, 1i, {a})", f"select(0i, 1i, {b})"
+            if kind is Op.NE and dtype.is_float:
+                # lavapipe folds a float `!=` to false when NaN is involved; `==` is right
+                return f"(!({a} == {b}))"
             return f"({a} {INFIX[kind]} {b})"
         if kind in (Op.AND, Op.OR, Op.XOR):
             a, b = args

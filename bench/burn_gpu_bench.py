@@ -1,0 +1,135 @@
+"""burn on a CUDA GPU (the H200): each op beside the raw kernel, torch and the copy bandwidth.
+
+    python bench/burn_gpu_bench.py [--json out.json] [--quick]
+
+Rows, all measured in this one run with CUDA events (median of 7 samples, each a batch of
+back-to-back calls lasting at least ~20 ms, after a warm-up that also autotunes):
+
+- matmul bf16 8192^3: ``burn.matmul`` on the ``Cuda`` backend, the raw kernel launcher
+  ``kernels.matmul.matmul`` on the same storage, and ``torch.matmul`` (cuBLAS); TFLOP/s.
+- softmax (last axis) and layer norm (last axis, with weight and bias) on 8192 x 8192 bf16:
+  ``burn`` and torch, as GB/s of one read plus one write, against a device-to-device copy
+  of the same bytes (``torch.Tensor.copy_``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+import burn
+from cubepy.ir import dtypes as dt
+from kernels import matmul as matmul_kernels
+from kernels.layout import View, contiguous_strides
+
+
+def from_torch(t: torch.Tensor, backend: burn.Backend) -> burn.Tensor:
+    """A burn tensor over a contiguous torch CUDA tensor's memory (no copy)."""
+    t = t.contiguous()
+    dtype = dt.from_name(str(t.dtype).removeprefix("torch."))
+    view = View(t.reshape(-1), 0, tuple(t.shape), contiguous_strides(t.shape), dtype)
+    return burn.Tensor(view, backend)
+
+
+def gpu_seconds(fn: Callable[[], object], min_batch_s: float = 0.02, samples: int = 7) -> float:
+    """Median seconds of one call: CUDA events around batches of back-to-back calls."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    once = max(start.elapsed_time(end) / 1e3, 1e-6)
+    batch = max(1, min(200, int(min_batch_s / once)))
+    times = []
+    for _ in range(samples):
+        start.record()
+        for _ in range(batch):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / batch)
+    return statistics.median(times)
+
+
+def matmul_rows(backend: burn.Backend, n: int) -> dict[str, float]:
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    ta, tb = from_torch(a, backend), from_torch(b, backend)
+    expected = torch.matmul(a, b).float()
+    got = torch.as_tensor(burn.matmul(ta, tb).prim.storage).reshape(n, n).float()
+    error = float((got - expected).abs().max() / expected.abs().max())
+    assert error < 2e-2, f"burn matmul differs from torch: relative error {error}"
+    flop = 2 * n**3
+    rows = {
+        "burn.matmul": gpu_seconds(lambda: burn.matmul(ta, tb)),
+        "kernels.matmul (raw)": gpu_seconds(
+            lambda: matmul_kernels.matmul(backend.ctx, ta.prim, tb.prim, dt.bfloat16)),
+        "torch.matmul (cuBLAS)": gpu_seconds(lambda: torch.matmul(a, b)),
+    }
+    return {name: flop / s / 1e12 for name, s in rows.items()}
+
+
+def bandwidth_rows(backend: burn.Backend, rows: int, cols: int) -> dict[str, float]:
+    x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(cols, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(cols, device="cuda", dtype=torch.bfloat16)
+    tx, tw, tb = (from_torch(t, backend) for t in (x, w, bias))
+    copy_target = torch.empty_like(x)
+    moved = 2 * x.numel() * x.element_size()  # one read, one write
+
+    def check(got: burn.Tensor, expected: torch.Tensor, name: str) -> None:
+        values = torch.as_tensor(got.prim.storage).reshape(rows, cols).float()
+        error = float((values - expected.float()).abs().max())
+        assert error < 5e-2, f"burn {name} differs from torch by {error}"
+
+    check(burn.softmax(tx, -1), torch.softmax(x, -1), "softmax")
+    check(burn.layer_norm(tx, (cols,), tw, tb),
+          torch.nn.functional.layer_norm(x, (cols,), w, bias), "layer_norm")
+    seconds = {
+        "copy (torch copy_)": gpu_seconds(lambda: copy_target.copy_(x)),
+        "burn.softmax": gpu_seconds(lambda: burn.softmax(tx, -1)),
+        "torch.softmax": gpu_seconds(lambda: torch.softmax(x, -1)),
+        "burn.layer_norm": gpu_seconds(lambda: burn.layer_norm(tx, (cols,), tw, tb)),
+        "torch layer_norm": gpu_seconds(
+            lambda: torch.nn.functional.layer_norm(x, (cols,), w, bias)),
+    }
+    return {name: moved / s / 1e9 for name, s in seconds.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    args = parser.parse_args()
+    backend = burn.backend_for("cuda")
+    assert getattr(backend, "on_gpu", False), "the Cuda backend found no GPU"
+    n = 2048 if args.quick else 8192
+    started = time.time()
+    matmul = matmul_rows(backend, n)
+    bandwidth = bandwidth_rows(backend, n, n)
+    copy = bandwidth["copy (torch copy_)"]
+    print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  "
+          f"({time.time() - started:.0f} s)")
+    print(f"matmul bf16 {n}^3 (TFLOP/s):")
+    raw = matmul["kernels.matmul (raw)"]
+    for name, value in matmul.items():
+        print(f"  {name:<24} {value:8.1f}  {value / raw:6.3f}x raw")
+    print(f"{n}x{n} bf16 rows, last axis (GB/s of one read + one write):")
+    for name, value in bandwidth.items():
+        print(f"  {name:<24} {value:8.1f}  {value / copy:6.3f}x copy")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"date": time.strftime("%Y-%m-%d"), "device": torch.cuda.get_device_name(),
+                       "n": n, "matmul_tflops": matmul, "bandwidth_gbs": bandwidth}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""What every burn backend is: a place tensors live, an allocator, and the op families.
+
+A backend's tensors are ``kernels.layout.View`` values: flat storage native to the backend, an
+element offset, a shape and element strides. Views (reshape, permute, slicing, expand, flip)
+are computed once in ``burn.tensor`` on those layouts; backends only run ops, each defined by
+the protocol classes in ``burn.backend.ops``.
+
+Example:
+    >>> b = burn.backend.NumPy()
+    >>> v = b.from_numpy(np.arange(6.0).reshape(2, 3))
+    >>> b.to_numpy(v.with_layout(0, (3, 2), (1, 3))).tolist()
+    [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from cubepy.ir import dtypes as dt
+from cubepy.ir.dtypes import DType
+from kernels.layout import View, check_int32, contiguous_strides
+
+
+class BurnError(ValueError):
+    """Bad input to a burn op: the message names the op, the shapes and the dtypes."""
+
+
+class Backend(ABC):
+    """Storage and data movement; the op families come from the mixins in ``ops``."""
+
+    name: str = "backend"
+    #: dtypes this backend can store and compute (the op table in the README lists the rest)
+    dtypes: frozenset[str] = frozenset(d.name for d in dt.ALL)
+
+    @property
+    def device(self) -> str:
+        """The device string tensors of this backend report (``"cpu"``, ``"cuda:0"``, ...)."""
+        return self.name
+
+    @abstractmethod
+    def allocate(self, numel: int, dtype: DType) -> Any:
+        """Flat storage for ``numel`` elements of ``dtype`` (contents undefined)."""
+
+    @abstractmethod
+    def storage_from_numpy(self, flat: np.ndarray) -> Any:
+        """Flat storage holding a copy of the 1-D contiguous host array ``flat``."""
+
+    @abstractmethod
+    def storage_to_numpy(self, storage: Any, dtype: DType) -> np.ndarray:
+        """The 1-D host array of ``storage``'s elements (a copy or the storage itself)."""
+
+    def new(self, shape: Sequence[int], dtype: DType) -> View:
+        """A fresh contiguous view of ``shape``."""
+        shape = tuple(int(s) for s in shape)
+        numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        check_int32(numel, "a tensor")
+        self.check_dtype(dtype, "new tensor")
+        return View(self.allocate(max(numel, 1), dtype), 0, shape, contiguous_strides(shape),
+                    dtype)
+
+    def from_numpy(self, array: np.ndarray) -> View:
+        """A contiguous tensor view holding a copy of ``array``."""
+        dtype = dt.from_numpy(array.dtype)
+        self.check_dtype(dtype, "from_numpy")
+        flat = np.ascontiguousarray(array).reshape(-1)
+        check_int32(flat.size, "a tensor")
+        if flat.size == 0:  # storage is never empty: kernels take its address
+            flat = np.zeros(1, array.dtype)
+        return View(self.storage_from_numpy(flat), 0, tuple(array.shape),
+                    contiguous_strides(array.shape), dtype)
+
+    def to_numpy(self, view: View) -> np.ndarray:
+        """A host copy of ``view`` with its shape."""
+        flat = self.storage_to_numpy(view.storage, view.dtype)
+        return np.array(strided_numpy(flat, view), copy=True)
+
+    def check_dtype(self, dtype: DType, op: str) -> None:
+        """Raise ``BurnError`` if this backend cannot hold ``dtype``."""
+        if dtype.name not in self.dtypes:
+            raise BurnError(f"{op}: dtype {dtype.name} is not supported on the {self.name} "
+                            f"backend; it supports {', '.join(sorted(self.dtypes))}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def strided_numpy(flat: np.ndarray, view: View) -> np.ndarray:
+    """``view`` over the host array ``flat`` as a NumPy view (no copy)."""
+    if view.numel == 0:
+        return np.empty(view.shape, flat.dtype)
+    item = flat.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(flat[view.offset:], view.shape,
+                                           [s * item for s in view.strides])

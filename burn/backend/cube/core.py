@@ -1,0 +1,98 @@
+"""Storage and launch context of the cubepy backends (``Cpu``, ``Cuda``, ``Wgpu``).
+
+Each backend owns a ``kernels.layout.Context``: the cubepy target its kernels launch on and an
+allocator drawing flat storage from the target's pool: the host pool for ``cpu`` (and for
+Triton's interpreter when no GPU is present), torch's caching allocator (or CuPy's pool) on a
+CUDA or ROCm GPU, and the wgpu buffer pool for ``wgsl``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import cubepy as cube
+from cubepy.ir.dtypes import DType
+from cubepy.runtime.pool import host_pool
+from kernels.layout import Context
+
+from ..base import Backend
+
+
+class CubeCore(Backend):
+    """A backend whose ops are cubepy kernels launched on ``target``."""
+
+    target = "cpu"
+
+    def __init__(self) -> None:
+        self.ctx = Context(self.target, self.allocate)
+
+    def allocate(self, numel: int, dtype: DType) -> Any:
+        return host_pool().empty(numel, dtype.numpy)
+
+    def storage_from_numpy(self, flat: np.ndarray) -> Any:
+        storage = self.allocate(flat.size, _dtype_of(flat))
+        storage[...] = flat
+        return storage
+
+    def storage_to_numpy(self, storage: Any, dtype: DType) -> np.ndarray:
+        return storage
+
+
+def _dtype_of(flat: np.ndarray) -> DType:
+    from cubepy.ir import dtypes as dt
+
+    return dt.from_numpy(flat.dtype)
+
+
+class WgpuCore(CubeCore):
+    """Storage in wgpu buffers from the ``wgsl`` backend's pool."""
+
+    target = "wgsl"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dtypes = frozenset(self._wgsl_dtypes())
+
+    @staticmethod
+    def _wgsl_dtypes() -> set[str]:
+        return {d.name if hasattr(d, "name") else str(d)
+                for d in cube.target_info("wgsl").dtypes} | {"bool"}
+
+    def allocate(self, numel: int, dtype: DType) -> Any:
+        return cube.empty((numel,), dtype, device="wgpu")
+
+    def storage_from_numpy(self, flat: np.ndarray) -> Any:
+        return cube.asarray(flat, device="wgpu")
+
+    def storage_to_numpy(self, storage: Any, dtype: DType) -> np.ndarray:
+        return cube.to_numpy(storage)
+
+
+class CudaCore(CubeCore):
+    """Storage in CUDA (or ROCm) memory through torch or CuPy; host memory when Triton runs
+    on its interpreter (no GPU present)."""
+
+    target = "triton"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_gpu = cube.cuda_available()
+
+    @property
+    def device(self) -> str:
+        return "cuda:0" if self.on_gpu else "cuda (triton interpreter)"
+
+    def allocate(self, numel: int, dtype: DType) -> Any:
+        if not self.on_gpu:
+            return super().allocate(numel, dtype)
+        return cube.empty((numel,), dtype, device="cuda")
+
+    def storage_from_numpy(self, flat: np.ndarray) -> Any:
+        if not self.on_gpu:
+            return super().storage_from_numpy(flat)
+        return cube.asarray(flat, device="cuda")
+
+    def storage_to_numpy(self, storage: Any, dtype: DType) -> np.ndarray:
+        return cube.to_numpy(storage)

@@ -1,0 +1,45 @@
+"""Reductions, scans and normalizations through ``kernels.reduce``, ``scan``, ``softmax``
+and ``norm``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from cubepy.ir.dtypes import DType
+from kernels import norm, reduce, scan, softmax
+from kernels.layout import View
+
+from ..ops.reduce import ReduceOps
+from .core import CubeCore
+
+
+class CubeReduce(CubeCore, ReduceOps):
+    def reduce(self, op: str, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
+               ) -> View:
+        return reduce.reduce(self.ctx, op, x, axes, compute, out_dtype)
+
+    def argreduce(self, op: str, x: View, axes: Sequence[int], out_dtype: DType) -> View:
+        return reduce.argreduce(self.ctx, op, x, axes, out_dtype)
+
+    def variance(self, x: View, axes: Sequence[int], correction: float, sqrt: bool,
+                 compute: DType, out_dtype: DType) -> View:
+        return reduce.variance(self.ctx, x, axes, correction, sqrt, compute, out_dtype)
+
+    def logsumexp(self, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
+                  ) -> View:
+        return reduce.logsumexp(self.ctx, x, axes, compute, out_dtype)
+
+    def scan(self, op: str, x: View, axis: int, compute: DType, out_dtype: DType) -> View:
+        return scan.scan(self.ctx, op, x, axis, compute, out_dtype)
+
+    def softmax(self, x: View, axis: int, log: bool, compute: DType, out_dtype: DType
+                ) -> View:
+        return softmax.softmax(self.ctx, x, axis, log, compute, out_dtype)
+
+    def layer_norm(self, x: View, k: int, weight: View | None, bias: View | None, eps: float,
+                   compute: DType, out_dtype: DType) -> View:
+        return norm.layer_norm(self.ctx, x, k, weight, bias, eps, compute, out_dtype)
+
+    def rms_norm(self, x: View, k: int, weight: View | None, eps: float, compute: DType,
+                 out_dtype: DType) -> View:
+        return norm.rms_norm(self.ctx, x, k, weight, eps, compute, out_dtype)

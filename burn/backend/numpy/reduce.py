@@ -1,0 +1,105 @@
+"""The NumPy reference for reductions, scans and normalizations: the kernels' semantics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from cubepy.ir.dtypes import DType
+from kernels.layout import View
+
+from ..ops.reduce import ReduceOps
+from .core import NumpyCore, register_dtype
+
+_REDUCERS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
+
+
+class NumpyReduce(NumpyCore, ReduceOps):
+    def _values(self, x: View, compute: DType) -> np.ndarray:
+        return self.array(x).astype(register_dtype(compute))
+
+    def reduce(self, op: str, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
+               ) -> View:
+        axes = tuple(axes)
+        with np.errstate(all="ignore"):
+            if op in ("any", "all"):
+                value = getattr(np, op)(self.array(x) != 0, axis=axes)
+            elif op == "mean":
+                count = int(np.prod([x.shape[a] for a in axes]))
+                value = self._values(x, compute).sum(axis=axes) / count
+            else:
+                value = _REDUCERS[op](self._values(x, compute), axis=axes)
+        return self.result(value, out_dtype)
+
+    def argreduce(self, op: str, x: View, axes: Sequence[int], out_dtype: DType) -> View:
+        v = self.array(x).astype(register_dtype(x.dtype))
+        find = np.argmax if op == "argmax" else np.argmin
+        if not axes:
+            value = np.zeros(v.shape, np.int64)
+        elif len(axes) == 1:
+            value = find(v, axis=axes[0])
+        else:  # every axis: an index into the row-major flattened array
+            value = find(v.reshape(-1))
+        return self.result(value, out_dtype)
+
+    def variance(self, x: View, axes: Sequence[int], correction: float, sqrt: bool,
+                 compute: DType, out_dtype: DType) -> View:
+        axes = tuple(axes)
+        v = self._values(x, compute)
+        count = int(np.prod([x.shape[a] for a in axes]))
+        with np.errstate(all="ignore"):
+            mean = v.sum(axis=axes, keepdims=True) / count
+            value = ((v - mean) ** 2).sum(axis=axes) / max(count - correction, 0)
+            return self.result(np.sqrt(value) if sqrt else value, out_dtype)
+
+    def logsumexp(self, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
+                  ) -> View:
+        axes = tuple(axes)
+        v = self._values(x, compute)
+        with np.errstate(all="ignore"):
+            peak = np.max(v, axis=axes, keepdims=True, initial=-np.inf)
+            shift = np.where(np.isfinite(peak), peak, 0)
+            value = peak + np.log(np.exp(v - shift).sum(axis=axes, keepdims=True))
+        return self.result(np.squeeze(value, axis=axes), out_dtype)
+
+    def scan(self, op: str, x: View, axis: int, compute: DType, out_dtype: DType) -> View:
+        v = self._values(x, compute)
+        with np.errstate(all="ignore"):
+            value = np.cumsum(v, axis=axis) if op == "cumsum" else np.cumprod(v, axis=axis)
+        return self.result(value, out_dtype)
+
+    def softmax(self, x: View, axis: int, log: bool, compute: DType, out_dtype: DType
+                ) -> View:
+        v = self._values(x, compute)
+        if v.size == 0:
+            return self.result(v, out_dtype)
+        with np.errstate(all="ignore"):
+            shifted = v - v.max(axis=axis, keepdims=True)
+            e = np.exp(shifted)
+            total = e.sum(axis=axis, keepdims=True)
+            value = shifted - np.log(total) if log else e / total
+        return self.result(value, out_dtype)
+
+    def _normalize(self, rms: bool, x: View, k: int, weight: View | None, bias: View | None,
+                   eps: float, compute: DType, out_dtype: DType) -> View:
+        v = self._values(x, compute)
+        if v.size == 0:
+            return self.result(v, out_dtype)
+        axes = tuple(range(x.ndim - k, x.ndim))
+        with np.errstate(all="ignore"):
+            centered = v if rms else v - v.mean(axis=axes, keepdims=True)
+            y = centered / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + eps)
+            if weight is not None:
+                y = y * self._values(weight, compute)
+            if bias is not None:
+                y = y + self._values(bias, compute)
+        return self.result(y, out_dtype)
+
+    def layer_norm(self, x: View, k: int, weight: View | None, bias: View | None, eps: float,
+                   compute: DType, out_dtype: DType) -> View:
+        return self._normalize(False, x, k, weight, bias, eps, compute, out_dtype)
+
+    def rms_norm(self, x: View, k: int, weight: View | None, eps: float, compute: DType,
+                 out_dtype: DType) -> View:
+        return self._normalize(True, x, k, weight, None, eps, compute, out_dtype)

@@ -1,0 +1,210 @@
+"""Elementwise ops on tensors: dtype rules, broadcasting, Python operators.
+
+dtype rules (the same on every backend):
+
+- Two tensors promote as cubepy's kernels do (``cubepy/ir/dtypes.py``: the higher kind wins,
+  then the wider; float16 with bfloat16 gives float32). Python numbers are weak: an int takes
+  the tensor's dtype, a float takes a float tensor's dtype or else float32.
+- Math functions (``exp``, ``sin``, ``sigmoid``, ...) and ``/`` give the float dtype
+  (float32 for integer and bool inputs). Comparisons and logical ops give bool.
+- Bitwise ops need integers or bools; arithmetic on two bools is refused.
+- 16-bit floats are computed in float32 and rounded once when stored.
+
+Example:
+    >>> x = burn.tensor([1.0, 2.0, 3.0])
+    >>> (x * 2 + 1).tolist(), burn.exp(burn.tensor([0])).dtype
+    ([3.0, 5.0, 7.0], cube.float32)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from cubepy.ir import dtypes as dt
+from cubepy.ir.dtypes import DType
+from kernels import elementwise as kernel_ops
+
+from ..backend.base import BurnError
+from .tensor import Tensor, same_backend, tensor_method
+from .views import broadcast_shapes, expand
+
+Scalar = (bool, int, float, np.generic)
+
+__all__ = [*kernel_ops.BINARY_OPS, *(op for op in kernel_ops.UNARY_OPS if op != "identity"),
+           "where", "clamp", "cast", "apply_unary", "apply_binary"]
+
+
+def _float_of(dtype: DType) -> DType:
+    return dtype if dtype.is_float else dt.float32
+
+
+def unary_dtypes(op: str, dtype: DType) -> tuple[str, DType, DType]:
+    """(the kernel op, compute dtype, result dtype) of unary ``op`` on ``dtype``."""
+    if op in kernel_ops.FLOAT_UNARY or op == "reciprocal":
+        return op, _float_of(dtype), _float_of(dtype)
+    if op in kernel_ops.ROUNDING_UNARY:
+        return (op if dtype.is_float else "identity"), dtype, dtype
+    if op in kernel_ops.PREDICATE_UNARY:
+        return op, _float_of(dtype), dt.bool_
+    if op == "logical_not":
+        return op, dtype, dt.bool_
+    if op == "bitwise_not":
+        if dtype.is_float:
+            raise BurnError(f"bitwise_not: needs an integer or bool tensor, got {dtype.name}")
+        return op, dtype, dtype
+    if op in kernel_ops.NUMERIC_UNARY:
+        if dtype.is_bool:
+            raise BurnError(f"{op}: not defined for bool tensors; cast with .to(burn.int32)")
+        if op in ("neg", "sign") and dtype.kind == "u":
+            return op, dtype, dtype  # wraps around, as NumPy does
+        return op, dtype, dtype
+    raise BurnError(f"unknown unary op {op!r}")
+
+
+def binary_dtypes(op: str, a: DType, b: DType) -> tuple[DType, DType]:
+    """(compute dtype, result dtype) of binary ``op`` on operands of ``a`` and ``b``."""
+    common = dt.promote(a, b)
+    if op in kernel_ops.COMPARISON_BINARY or op in kernel_ops.LOGICAL_BINARY:
+        return common, dt.bool_
+    if op in kernel_ops.BITWISE_BINARY:
+        if common.is_float:
+            raise BurnError(f"{op}: needs integer or bool tensors, got {a.name} and {b.name}")
+        return common, common
+    if op in ("div", "atan2"):
+        return _float_of(common), _float_of(common)
+    if common.is_bool and op not in ("maximum", "minimum"):
+        raise BurnError(f"{op}: not defined for two bool tensors; cast with .to(burn.int32)")
+    return common, common
+
+
+def _scalar_dtype(value: Any, other: DType) -> DType:
+    if isinstance(value, np.generic):
+        return dt.from_numpy(value.dtype)
+    return dt.promote_literal(other, value)
+
+
+def as_tensor_like(value: Any, like: Tensor, dtype: DType) -> Tensor:
+    """A Python or NumPy scalar as a one-element tensor of ``dtype`` on ``like``'s backend."""
+    array = np.asarray(value, dtype=np.float64 if dtype.is_float else None)
+    if dtype.name in ("float16", "bfloat16"):
+        array = array.astype(np.float32)
+    return Tensor(like.backend.from_numpy(array.astype(dtype.numpy).reshape(())), like.backend)
+
+
+def _operands(op: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
+    if not isinstance(x, Tensor):
+        if not isinstance(x, Scalar):
+            raise BurnError(f"{op}: operands must be tensors or numbers, got {type(x).__name__}")
+        x = as_tensor_like(x, y, _scalar_dtype(x, y.dtype))
+    if not isinstance(y, Tensor):
+        if not isinstance(y, Scalar):
+            raise BurnError(f"{op}: operands must be tensors or numbers, got {type(y).__name__}")
+        y = as_tensor_like(y, x, _scalar_dtype(y, x.dtype))
+    return x, y
+
+
+def apply_unary(op: str, x: Tensor) -> Tensor:
+    """Unary ``op`` (a name from ``kernels.elementwise.UNARY_OPS``) on ``x``."""
+    kernel_op, compute, out = unary_dtypes(op, x.dtype)
+    return Tensor(x.backend.unary(kernel_op, x.prim, compute, out), x.backend)
+
+
+def apply_binary(op: str, x: Any, y: Any) -> Tensor:
+    """Binary ``op`` with broadcasting; either side may be a Python number."""
+    x, y = _operands(op, x, y)  # a number becomes a tensor of its weak dtype
+    backend = same_backend(op, x, y)
+    compute, out = binary_dtypes(op, x.dtype, y.dtype)
+    shape = broadcast_shapes(op, x.shape, y.shape)
+    return Tensor(backend.binary(op, expand(x, *shape).prim, expand(y, *shape).prim, compute,
+                                 out), backend)
+
+
+def _unary_function(op: str):
+    def fn(x: Tensor) -> Tensor:
+        return apply_unary(op, x)
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise ``{op}``: ``burn.{op}(x)`` or ``x.{op}()``."
+    return fn
+
+
+def _binary_function(op: str):
+    def fn(x: Any, y: Any) -> Tensor:
+        return apply_binary(op, x, y)
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise ``{op}(x, y)`` with broadcasting."
+    return fn
+
+
+UNARY_FUNCTIONS = {op: tensor_method(_unary_function(op))
+                   for op in kernel_ops.UNARY_OPS if op != "identity"}
+BINARY_FUNCTIONS = {op: tensor_method(_binary_function(op)) for op in kernel_ops.BINARY_OPS}
+
+_OPERATORS = {
+    "add": "__add__", "sub": "__sub__", "mul": "__mul__", "div": "__truediv__",
+    "floor_divide": "__floordiv__", "remainder": "__mod__", "pow": "__pow__",
+    "bitwise_and": "__and__", "bitwise_or": "__or__", "bitwise_xor": "__xor__",
+    "left_shift": "__lshift__", "right_shift": "__rshift__",
+}
+for _op, _name in _OPERATORS.items():
+    setattr(Tensor, _name, BINARY_FUNCTIONS[_op])
+    setattr(Tensor, "__r" + _name[2:], lambda x, y, _op=_op: apply_binary(_op, y, x))
+for _op, _name in (("eq", "__eq__"), ("ne", "__ne__"), ("lt", "__lt__"), ("le", "__le__"),
+                   ("gt", "__gt__"), ("ge", "__ge__")):
+    setattr(Tensor, _name, BINARY_FUNCTIONS[_op])
+Tensor.__hash__ = object.__hash__  # type: ignore[assignment] - defining __eq__ removed it
+Tensor.__neg__ = UNARY_FUNCTIONS["neg"]  # type: ignore[attr-defined]
+Tensor.__abs__ = UNARY_FUNCTIONS["abs"]  # type: ignore[attr-defined]
+Tensor.__invert__ = lambda x: apply_unary(  # type: ignore[attr-defined]
+    "logical_not" if x.dtype.is_bool else "bitwise_not", x)
+Tensor.__pos__ = lambda x: x  # type: ignore[attr-defined]
+
+
+@tensor_method
+def where(cond: Tensor, x: Any, y: Any) -> Tensor:
+    """``x`` where ``cond`` is true, else ``y`` (broadcast together; numbers are weak)."""
+    if not isinstance(cond, Tensor):
+        raise BurnError("where: the condition must be a tensor")
+    like = x if isinstance(x, Tensor) else y if isinstance(y, Tensor) else cond
+    x_dtype = x.dtype if isinstance(x, Tensor) else None
+    y_dtype = y.dtype if isinstance(y, Tensor) else None
+    if x_dtype and y_dtype:
+        out = dt.promote(x_dtype, y_dtype)
+    elif x_dtype or y_dtype:
+        base = x_dtype or y_dtype
+        out = _scalar_dtype(y if x_dtype else x, base)
+    else:
+        out = dt.promote(dt.literal_dtype(x), dt.literal_dtype(y))
+    xs = x if isinstance(x, Tensor) else as_tensor_like(x, like, out)
+    ys = y if isinstance(y, Tensor) else as_tensor_like(y, like, out)
+    backend = same_backend("where", cond, xs, ys)
+    shape = broadcast_shapes("where", cond.shape, xs.shape, ys.shape)
+    return Tensor(backend.where(expand(cond, *shape).prim, expand(xs, *shape).prim,
+                                expand(ys, *shape).prim, out), backend)
+
+
+@tensor_method
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - torch's names
+    """``x`` limited to ``[min, max]`` (numbers; either may be None)."""
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = x if min is None else apply_binary("maximum", x, min)
+        return lo if max is None else apply_binary("minimum", lo, max)
+    if min is None and max is None:
+        raise BurnError("clamp: give min, max or both")
+    return Tensor(x.backend.clamp(x.prim, min, max, x.dtype), x.backend)
+
+
+Tensor.clip = clamp  # type: ignore[attr-defined]
+
+
+@tensor_method
+def cast(x: Tensor, dtype: DType) -> Tensor:
+    """``x`` converted to ``dtype`` (same as ``x.to(dtype)``)."""
+    return x.to(dtype)
+
+
+globals().update(UNARY_FUNCTIONS)
+globals().update(BINARY_FUNCTIONS)

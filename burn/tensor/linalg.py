@@ -1,0 +1,351 @@
+"""Matrix products, convolutions and pooling on tensors.
+
+- ``matmul(a, b)`` (also ``a @ b``, ``a.matmul(b)``) follows NumPy and torch: 1-D operands
+  are vectors (a row on the left, a column on the right, the added axis removed from the
+  result), more than two dimensions are batches of matrices whose batch axes broadcast.
+  Operands promote like elementwise ops; bool is refused. Floats accumulate in float32
+  (float64 for float64) and the result has the promoted dtype (16-bit floats rounded once).
+  Integers accumulate in int32 (int64 for int64) and wrap around on overflow like NumPy's; the
+  result keeps the integer dtype unless ``out_dtype`` asks for the accumulator's
+  (``burn.matmul(a8, b8, out_dtype=burn.int32)`` keeps int8 products exact).
+- ``conv1d``/``conv2d`` and the pools follow ``torch.nn.functional``: inputs (N, C, L) /
+  (N, C, H, W), or without the batch axis; weights (O, C / groups, k...); ``stride``,
+  ``padding``, ``dilation`` as ints or tuples; ``padding="same"`` (stride 1, pads
+  asymmetrically like torch) or ``"valid"``. Floating dtypes only. Average pooling counts the
+  padding (torch's ``count_include_pad=True``); max pooling pads with -inf.
+
+Example:
+    >>> a = burn.ones((2, 3)); b = burn.ones((3, 4))
+    >>> (a @ b).shape, burn.matmul(burn.ones(3), b).shape
+    ((2, 4), (4,))
+    >>> burn.conv2d(burn.ones((1, 3, 8, 8)), burn.ones((4, 3, 3, 3)), padding=1).shape
+    (1, 4, 8, 8)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from cubepy.ir import dtypes as dt
+from cubepy.ir.dtypes import DType
+from kernels.matmul import accumulator
+
+from ..backend.base import BurnError
+from .tensor import Tensor, same_backend, tensor_method
+from .views import broadcast_shapes, expand, reshape, unsqueeze
+
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "conv1d",
+           "conv2d", "matmul", "max_pool1d", "max_pool2d"]
+
+
+# ---- matmul ----
+
+def _common_dtype(tensors: Sequence[Tensor]) -> DType:
+    common = tensors[0].dtype
+    for t in tensors[1:]:
+        if t.dtype != common:
+            common = dt.promote(common, t.dtype)
+    return common
+
+
+def _as_dtype(x: Tensor, dtype: DType) -> Tensor:
+    return x if x.dtype == dtype else Tensor(x.backend.cast(x.prim, dtype), x.backend)
+
+
+def _matmul_out_dtype(common: DType, out_dtype: DType | None, shapes: str) -> DType:
+    if common.is_bool:
+        raise BurnError(f"matmul: not defined for bool tensors ({shapes}); cast with "
+                        ".to(burn.int32)")
+    if out_dtype is None or out_dtype == common:
+        return common
+    if out_dtype != accumulator(common):
+        raise BurnError(f"matmul: out_dtype {out_dtype.name} is not available for {common.name} "
+                        f"operands; use {common.name} or {accumulator(common).name}")
+    return out_dtype
+
+
+@tensor_method
+def matmul(a: Tensor, b: Tensor, *, out_dtype: DType | None = None) -> Tensor:
+    """The matrix product of ``a`` and ``b`` with NumPy's rules (see the module docstring).
+
+    Example:
+        >>> x = burn.tensor([[1.0, 2.0], [3.0, 4.0]])
+        >>> (x @ x).tolist()
+        [[7.0, 10.0], [15.0, 22.0]]
+    """
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise BurnError(f"matmul: operands must be tensors, got {type(a).__name__} and "
+                        f"{type(b).__name__}")
+    shapes = f"shapes {a.shape} and {b.shape}"
+    backend = same_backend("matmul", a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise BurnError(f"matmul: both operands need at least one dimension, got {shapes}")
+    common = _common_dtype((a, b))
+    out = _matmul_out_dtype(common, out_dtype, shapes)
+    a2 = unsqueeze(a, 0) if a.ndim == 1 else a
+    b2 = unsqueeze(b, 1) if b.ndim == 1 else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise BurnError(f"matmul: {shapes} do not fit: the inner sizes {a2.shape[-1]} and "
+                        f"{b2.shape[-2]} differ")
+    a2, b2 = _as_dtype(a2, common), _as_dtype(b2, common)
+    if a2.ndim > 2 or b2.ndim > 2:
+        try:
+            batch = broadcast_shapes("matmul", a2.shape[:-2], b2.shape[:-2])
+        except BurnError:
+            raise BurnError(f"matmul: {shapes} do not broadcast (batch axes {a2.shape[:-2]} and "
+                            f"{b2.shape[:-2]})") from None
+        a2 = expand(a2, *batch, *a2.shape[-2:])
+        b2 = expand(b2, *batch, *b2.shape[-2:])
+    result = Tensor(backend.matmul(a2.prim, b2.prim, out), backend)
+    if a.ndim == 1 or b.ndim == 1:  # drop the axes the vectors were given
+        *batch, m, n = result.shape
+        result = reshape(result, *batch, *([m] if a.ndim > 1 else []),
+                         *([n] if b.ndim > 1 else []))
+    return result
+
+
+Tensor.__matmul__ = matmul  # type: ignore[attr-defined]
+Tensor.__rmatmul__ = lambda b, a: matmul(a, b)  # type: ignore[attr-defined]
+
+
+# ---- argument normalization shared by convolution and pooling ----
+
+def _tuple(value: Any, n: int, name: str, op: str, least: int) -> tuple[int, ...]:
+    """An int or a sequence of ``n`` ints, each at least ``least``, as a tuple."""
+    values = (value,) * n if isinstance(value, int) else \
+        tuple(value) if isinstance(value, (tuple, list)) else ()
+    if len(values) != n or not all(isinstance(v, int) for v in values):
+        raise BurnError(f"{op}: {name} must be an int or {n} ints, got {value!r}")
+    if any(v < least for v in values):
+        raise BurnError(f"{op}: {name} must be at least {least}, got {value!r}")
+    return values
+
+
+def _batched(x: Tensor, spatial: int, op: str) -> tuple[Tensor, bool]:
+    """``x`` with its batch axis (added if ``x`` has none) and whether it was added."""
+    if not isinstance(x, Tensor):
+        raise BurnError(f"{op}: the input must be a tensor, got {type(x).__name__}")
+    if x.ndim == spatial + 1:
+        return unsqueeze(x, 0), True
+    if x.ndim != spatial + 2:
+        raise BurnError(f"{op}: expected a {spatial + 2}-D (batched) or {spatial + 1}-D input, "
+                        f"got shape {x.shape}")
+    return x, False
+
+
+def _floating(op: str, tensors: Sequence[Tensor]) -> DType:
+    common = _common_dtype(tensors)
+    if not common.is_float:
+        names = " and ".join(t.dtype.name for t in tensors)
+        raise BurnError(f"{op}: needs floating tensors, got {names}; cast with "
+                        ".to(burn.float32)")
+    return common
+
+
+def _out_size(op: str, size: int, kernel: int, stride: int, pad: int, dilation: int,
+              shape: Sequence[int]) -> int:
+    span = dilation * (kernel - 1) + 1
+    if size + 2 * pad < span:
+        raise BurnError(f"{op}: the (dilated) kernel of size {span} is larger than the padded "
+                        f"input ({size} + 2 * {pad}) of shape {tuple(shape)}")
+    return (size + 2 * pad - span) // stride + 1
+
+
+def _as_2d(x: Tensor) -> Tensor:
+    """(N, C, L) as an (N, C, 1, L) view."""
+    return unsqueeze(x, 2)
+
+
+def _from_2d(y: Tensor, unbatched: bool) -> Tensor:
+    y = reshape(y, y.shape[0], y.shape[1], y.shape[3])
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+# ---- convolution ----
+
+def _conv_padding(padding: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
+                  dilation: tuple[int, ...], op: str) -> tuple[tuple[int, ...], bool]:
+    """(padding before each spatial axis, whether it is ``"same"``)."""
+    if padding == "valid":
+        return (0,) * len(kernel), False
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise BurnError(f"{op}: padding='same' needs stride 1, got stride {stride}")
+        return tuple(d * (k - 1) // 2 for k, d in zip(kernel, dilation)), True
+    if isinstance(padding, str):
+        raise BurnError(f"{op}: padding must be an int, ints, 'same' or 'valid', got {padding!r}")
+    return _tuple(padding, len(kernel), "padding", op, 0), False
+
+
+def _check_conv_operands(op: str, x: Tensor, weight: Tensor, bias: Tensor | None,
+                         groups: int, spatial: int) -> None:
+    if not isinstance(weight, Tensor) or weight.ndim != spatial + 2:
+        raise BurnError(f"{op}: weight must be a {spatial + 2}-D tensor (out, in / groups, "
+                        f"kernel...), got {getattr(weight, 'shape', weight)!r}")
+    if not isinstance(groups, int) or groups < 1:
+        raise BurnError(f"{op}: groups must be a positive int, got {groups!r}")
+    out_channels, in_group = weight.shape[:2]
+    if x.shape[1] != in_group * groups or out_channels % groups:
+        raise BurnError(f"{op}: input of shape {x.shape} and weight of shape {weight.shape} do "
+                        f"not fit with groups={groups}: need input channels = weight.shape[1] "
+                        f"* groups and out channels divisible by groups")
+    if bias is not None and (not isinstance(bias, Tensor) or bias.shape != (out_channels,)):
+        raise BurnError(f"{op}: bias must be a tensor of shape ({out_channels},), got "
+                        f"{getattr(bias, 'shape', bias)!r}")
+
+
+def _conv(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
+          dilation: Any, groups: int, spatial: int) -> Tensor:
+    x, unbatched = _batched(x, spatial, op)
+    _check_conv_operands(op, x, weight, bias, groups, spatial)
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    backend = same_backend(op, *operands)
+    dtype = _floating(op, operands)
+    kernel = tuple(weight.shape[2:])
+    stride_t = _tuple(stride, spatial, "stride", op, 1)
+    dilation_t = _tuple(dilation, spatial, "dilation", op, 1)
+    pad, same = _conv_padding(padding, kernel, stride_t, dilation_t, op)
+    sizes = tuple(x.shape[2:]) if same else tuple(
+        _out_size(op, n, k, s, p, d, x.shape)
+        for n, k, s, p, d in zip(x.shape[2:], kernel, stride_t, pad, dilation_t))
+    x, weight = _as_dtype(x, dtype), _as_dtype(weight, dtype)
+    bias = None if bias is None else _as_dtype(bias, dtype)
+    if spatial == 1:
+        x, weight = _as_2d(x), _as_2d(weight)
+        stride_t, pad, dilation_t, sizes = ((1, *stride_t), (0, *pad), (1, *dilation_t),
+                                            (1, *sizes))
+    y = Tensor(backend.conv2d(x.prim, weight.prim, None if bias is None else bias.prim,
+                              stride_t, pad, dilation_t, groups, sizes), backend)
+    if spatial == 1:
+        return _from_2d(y, unbatched)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-D convolution (cross-correlation) of ``x`` (N, C, L) with ``weight`` (O, C / groups, K).
+
+    Example:
+        >>> burn.conv1d(burn.ones((2, 4, 10)), burn.ones((8, 4, 3)), stride=2).shape
+        (2, 8, 4)
+    """
+    return _conv("conv1d", x, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D convolution of ``x`` (N, C, H, W) with ``weight`` (O, C / groups, KH, KW).
+
+    Example:
+        >>> burn.conv2d(burn.ones((1, 4, 9, 9)), burn.ones((4, 1, 3, 3)), groups=4).shape
+        (1, 4, 7, 7)
+    """
+    return _conv("conv2d", x, weight, bias, stride, padding, dilation, groups, 2)
+
+
+# ---- pooling ----
+
+def _pool(op: str, kind: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any,
+          dilation: Any, spatial: int) -> Tensor:
+    x, unbatched = _batched(x, spatial, op)
+    _floating(op, (x,))
+    kernel = _tuple(kernel_size, spatial, "kernel_size", op, 1)
+    stride_t = kernel if stride is None else _tuple(stride, spatial, "stride", op, 1)
+    pad = _tuple(padding, spatial, "padding", op, 0)
+    dilation_t = _tuple(dilation, spatial, "dilation", op, 1)
+    if any(2 * p > d * (k - 1) + 1 for p, k, d in zip(pad, kernel, dilation_t)):
+        raise BurnError(f"{op}: padding {pad} must be at most half the kernel size {kernel}")
+    sizes = tuple(_out_size(op, n, k, s, p, d, x.shape)
+                  for n, k, s, p, d in zip(x.shape[2:], kernel, stride_t, pad, dilation_t))
+    if spatial == 1:
+        x = _as_2d(x)
+        kernel, stride_t, pad, dilation_t, sizes = ((1, *kernel), (1, *stride_t), (0, *pad),
+                                                    (1, *dilation_t), (1, *sizes))
+    y = Tensor(x.backend.pool2d(kind, x.prim, kernel, stride_t, pad, dilation_t, sizes),
+               x.backend)
+    if spatial == 1:
+        return _from_2d(y, unbatched)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1) -> Tensor:
+    """Maximum over sliding windows of ``x`` (N, C, L); ``stride`` defaults to the kernel size.
+
+    Example:
+        >>> burn.max_pool1d(burn.tensor([[[1.0, 3.0, 2.0, 5.0]]]), 2).tolist()
+        [[[3.0, 5.0]]]
+    """
+    return _pool("max_pool1d", "max", x, kernel_size, stride, padding, dilation, 1)
+
+
+def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1) -> Tensor:
+    """Maximum over sliding windows of ``x`` (N, C, H, W), padding with -inf.
+
+    Example:
+        >>> burn.max_pool2d(burn.ones((1, 2, 8, 8)), 2).shape
+        (1, 2, 4, 4)
+    """
+    return _pool("max_pool2d", "max", x, kernel_size, stride, padding, dilation, 2)
+
+
+def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Mean over sliding windows of ``x`` (N, C, L), padding counted in the divisor.
+
+    Example:
+        >>> burn.avg_pool1d(burn.tensor([[[1.0, 3.0, 2.0, 6.0]]]), 2).tolist()
+        [[[2.0, 4.0]]]
+    """
+    return _pool("avg_pool1d", "avg", x, kernel_size, stride, padding, 1, 1)
+
+
+def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
+    """Mean over sliding windows of ``x`` (N, C, H, W), padding counted in the divisor.
+
+    Example:
+        >>> burn.avg_pool2d(burn.ones((1, 2, 8, 8)), 2, padding=1).shape
+        (1, 2, 5, 5)
+    """
+    return _pool("avg_pool2d", "avg", x, kernel_size, stride, padding, 1, 2)
+
+
+def _adaptive(op: str, x: Tensor, output_size: Any, spatial: int) -> Tensor:
+    x, unbatched = _batched(x, spatial, op)
+    _floating(op, (x,))
+    sizes = (output_size,) * spatial if output_size is None or isinstance(output_size, int) \
+        else tuple(output_size)
+    if len(sizes) != spatial:
+        raise BurnError(f"{op}: output_size must be an int or {spatial} ints, got "
+                        f"{output_size!r}")
+    sizes = tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(sizes))
+    if not all(isinstance(s, int) and s >= 1 for s in sizes):
+        raise BurnError(f"{op}: output_size must be positive ints, got {output_size!r}")
+    if spatial == 1:
+        x, sizes = _as_2d(x), (1, *sizes)
+    y = Tensor(x.backend.adaptive_avg_pool2d(x.prim, sizes), x.backend)
+    if spatial == 1:
+        return _from_2d(y, unbatched)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def adaptive_avg_pool1d(x: Tensor, output_size: Any) -> Tensor:
+    """Mean of ``x`` (N, C, L) over ``output_size`` windows that tile the length.
+
+    Example:
+        >>> burn.adaptive_avg_pool1d(burn.tensor([[[1.0, 3.0, 2.0, 6.0]]]), 1).tolist()
+        [[[3.0]]]
+    """
+    return _adaptive("adaptive_avg_pool1d", x, output_size, 1)
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size: Any) -> Tensor:
+    """Mean of ``x`` (N, C, H, W) over an ``output_size`` grid of windows (``None`` keeps an
+    axis's size); ``(1, 1)`` is global average pooling.
+
+    Example:
+        >>> burn.adaptive_avg_pool2d(burn.ones((2, 3, 7, 7)), (1, 1)).shape
+        (2, 3, 1, 1)
+    """
+    return _adaptive("adaptive_avg_pool2d", x, output_size, 2)

@@ -1,0 +1,174 @@
+"""``Tensor``: a strided view on a backend, immutable; every op returns a new tensor.
+
+Op families add their methods with ``@tensor_method`` from their own modules
+(``elementwise.py``, ``views.py``, ``reduce.py``, ...), so this file stays the core: dtype,
+shape, device, conversion and printing.
+
+Example:
+    >>> t = burn.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    >>> t.shape, t.dtype, t.T.shape
+    ((2, 3), cube.float32, (3, 2))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from cubepy.ir import dtypes as dt
+from cubepy.ir.dtypes import DType
+from kernels.layout import View
+
+from ..backend.base import Backend, BurnError
+
+
+class Tensor:
+    """An n-d array on a backend (see the module docstring)."""
+
+    __slots__ = ("prim", "backend", "__weakref__")
+    __array_priority__ = 1000  # NumPy defers `ndarray <op> Tensor` to the tensor
+
+    def __init__(self, view: View, backend: Backend):
+        self.prim = view
+        self.backend = backend
+
+    # ---- what it is ----
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.prim.shape
+
+    @property
+    def dtype(self) -> DType:
+        return self.prim.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.prim.shape)
+
+    @property
+    def device(self) -> str:
+        return self.backend.device
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return self.prim.numel
+
+    def size(self, axis: int | None = None) -> Any:
+        """The shape, or the size of one axis."""
+        return self.shape if axis is None else self.shape[normalize_axis(axis, self.ndim, "size")]
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def is_contiguous(self) -> bool:
+        return self.prim.is_contiguous
+
+    # ---- conversion ----
+
+    def numpy(self) -> np.ndarray:
+        """A NumPy copy (bfloat16 as ``ml_dtypes.bfloat16``)."""
+        return self.backend.to_numpy(self.prim)
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist()
+
+    def item(self) -> Any:
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise BurnError(f"item(): the tensor has {self.numel()} elements (shape "
+                            f"{self.shape}); only one-element tensors convert to a number")
+        return self.numpy().reshape(-1)[0].item()
+
+    def to(self, target: Any) -> Tensor:
+        """A copy on another backend/device (``"cpu"``, ``"cuda"``, ``"wgpu"``, ``"numpy"``
+        or a backend), or converted to a dtype (``burn.float16``)."""
+        if isinstance(target, DType) or (isinstance(target, str) and target in dt.BY_NAME):
+            dtype = target if isinstance(target, DType) else dt.from_name(target)
+            if dtype == self.dtype:
+                return self
+            return Tensor(self.backend.cast(self.prim, dtype), self.backend)
+        from ..backend import backend_for
+
+        backend = backend_for(target)
+        if backend is self.backend:
+            return self
+        return Tensor(backend.from_numpy(self.numpy()), backend)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", prefix="Tensor(")
+        return f"Tensor({body}, dtype={self.dtype.name}, backend={self.backend.name})"
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_float:
+            raise TypeError("only integer tensors can be used as an index")
+        return int(self.item())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+
+def wrap(view: View, backend: Backend) -> Tensor:
+    """A tensor of ``view`` on ``backend`` (for op modules)."""
+    return Tensor(view, backend)
+
+
+def tensor_method(fn: Callable[..., Any], *names: str) -> Callable[..., Any]:
+    """Attach ``fn`` to ``Tensor`` under its own name (and ``names``); returns ``fn``.
+
+    Example:
+        >>> @tensor_method
+        ... def double(x): return x * 2
+    """
+    for name in (fn.__name__, *names):
+        setattr(Tensor, name, fn)
+    return fn
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    """``axis`` in ``range(ndim)`` (negative counts from the end), or ``BurnError``."""
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise BurnError(f"{op}: axis must be an int, got {axis!r}")
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
+        raise BurnError(f"{op}: axis {axis} is out of range for a tensor of {ndim} dimensions")
+    return int(axis) % max(ndim, 1)
+
+
+def normalize_axes(axes: Any, ndim: int, op: str) -> tuple[int, ...]:
+    """``None`` (every axis), an int or a sequence of ints, as sorted distinct axes."""
+    if axes is None:
+        return tuple(range(ndim))
+    if isinstance(axes, (int, np.integer)):
+        axes = (axes,)
+    result = sorted({normalize_axis(a, ndim, op) for a in axes})
+    if len(result) != len(tuple(axes)):
+        raise BurnError(f"{op}: repeated axis in {tuple(axes)}")
+    return tuple(result)
+
+
+def same_backend(op: str, *tensors: Tensor) -> Backend:
+    """The one backend of ``tensors``, or ``BurnError`` naming the op and both devices."""
+    backend = tensors[0].backend
+    for t in tensors[1:]:
+        if t.backend is not backend:
+            raise BurnError(f"{op}: tensors are on different devices ({backend.device} and "
+                            f"{t.backend.device}); move one with .to({backend.name!r})")
+    return backend

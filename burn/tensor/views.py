@@ -1,0 +1,311 @@
+"""Views: new layouts over the same storage, computed once for every backend.
+
+``reshape`` copies only when the strides cannot express the new shape; every other op here
+(``permute``, ``transpose``, slicing with steps, ``expand``, ``squeeze``/``unsqueeze``,
+``flatten`` of a contiguous tensor, ``flip``, ``split``/``chunk``) never copies.
+
+Example:
+    >>> t = burn.arange(12).reshape(3, 4)
+    >>> t[1:, ::2].tolist(), t.T.is_contiguous()
+    ([[4, 6], [8, 10]], False)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ..backend.base import BurnError
+from .tensor import Tensor, normalize_axes, normalize_axis, tensor_method
+
+__all__ = ["broadcast_shapes", "chunk", "contiguous", "expand", "flatten", "flip", "permute",
+           "reshape", "split", "squeeze", "transpose", "unsqueeze"]
+
+
+def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _relayout(x: Tensor, offset: int, shape: Sequence[int], strides: Sequence[int]) -> Tensor:
+    return Tensor(x.prim.with_layout(offset, shape, strides), x.backend)
+
+
+@tensor_method
+def contiguous(x: Tensor) -> Tensor:
+    """``x`` itself when dense and in row-major order, else a contiguous copy."""
+    return x if x.prim.is_contiguous else Tensor(x.backend.copy(x.prim), x.backend)
+
+
+def _infer_shape(shape: tuple[int, ...], numel: int, op: str, old: tuple[int, ...]
+                 ) -> tuple[int, ...]:
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1 or any(s < -1 for s in shape):
+        raise BurnError(f"{op}: invalid shape {shape}; at most one -1, other sizes >= 0")
+    known = math.prod(s for s in shape if s != -1)
+    if unknown:
+        if known == 0 or numel % known:
+            raise BurnError(f"{op}: cannot reshape a tensor of shape {old} ({numel} elements) "
+                            f"into {shape}")
+        shape = shape[:unknown[0]] + (numel // known,) + shape[unknown[0] + 1:]
+    if math.prod(shape) != numel:
+        raise BurnError(f"{op}: cannot reshape a tensor of shape {old} ({numel} elements) into "
+                        f"{shape} ({math.prod(shape)} elements)")
+    return shape
+
+
+def _view_strides(old_shape: Sequence[int], old_strides: Sequence[int],
+                  new_shape: Sequence[int]) -> list[int] | None:
+    """Strides giving ``new_shape`` over the same elements, or None if a copy is needed:
+    both shapes are walked in chunks of equal element count; each chunk's old axes must be
+    contiguous with each other."""
+    old = [(n, s) for n, s in zip(old_shape, old_strides) if n != 1]
+    new = [n for n in new_shape]
+    strides = [0] * len(new)
+    oi, ni = 0, 0
+    while oi < len(old) and ni < len(new):
+        if new[ni] == 1:
+            ni += 1
+            continue
+        # a chunk: old axes oi..oj and new axes ni..nj with equal products
+        o_prod, n_prod = old[oi][0], new[ni]
+        oj, nj = oi, ni
+        while o_prod != n_prod:
+            if o_prod < n_prod:
+                oj += 1
+                if oj >= len(old):
+                    return None
+                o_prod *= old[oj][0]
+            else:
+                nj += 1
+                if nj >= len(new):
+                    return None
+                n_prod *= new[nj]
+        for k in range(oi, oj):
+            if old[k][1] != old[k + 1][1] * old[k + 1][0]:
+                return None
+        step = old[oj][1]
+        for k in range(nj, ni - 1, -1):
+            strides[k] = step
+            step *= new[k]
+        oi, ni = oj + 1, nj + 1
+    return strides
+
+
+@tensor_method
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    """``x`` with a new shape (one size may be -1); a view when the layout allows."""
+    new_shape = _infer_shape(_shape_arg(shape), x.numel(), "reshape", x.shape)
+    if x.numel() == 0:
+        return Tensor(x.backend.new(new_shape, x.dtype), x.backend)
+    strides = _view_strides(x.shape, x.prim.strides, new_shape)
+    if strides is None:
+        x = contiguous(x)
+        strides = _view_strides(x.shape, x.prim.strides, new_shape)
+    return _relayout(x, x.prim.offset, new_shape, strides)
+
+
+@tensor_method
+def view(x: Tensor, *shape: Any) -> Tensor:
+    """Like ``reshape`` but never copies: ``BurnError`` when the layout cannot be viewed."""
+    new_shape = _infer_shape(_shape_arg(shape), x.numel(), "view", x.shape)
+    strides = _view_strides(x.shape, x.prim.strides, new_shape)
+    if strides is None:
+        raise BurnError(f"view: a tensor of shape {x.shape} and strides {x.prim.strides} cannot "
+                        f"be viewed as {new_shape}; use reshape() (which copies)")
+    return _relayout(x, x.prim.offset, new_shape, strides)
+
+
+@tensor_method
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Axes ``start_dim..end_dim`` merged into one."""
+    if x.ndim == 0:
+        return reshape(x, 1)
+    a, b = normalize_axis(start_dim, x.ndim, "flatten"), normalize_axis(end_dim, x.ndim, "flatten")
+    return reshape(x, *x.shape[:a], math.prod(x.shape[a:b + 1]), *x.shape[b + 1:])
+
+
+@tensor_method
+def permute(x: Tensor, *dims: Any) -> Tensor:
+    """Axes reordered: ``x.permute(2, 0, 1)``."""
+    dims = _shape_arg(dims)
+    axes = [normalize_axis(d, x.ndim, "permute") for d in dims]
+    if sorted(axes) != list(range(x.ndim)):
+        raise BurnError(f"permute: {dims} is not a permutation of the {x.ndim} axes of a tensor "
+                        f"of shape {x.shape}")
+    return _relayout(x, x.prim.offset, [x.shape[a] for a in axes],
+                     [x.prim.strides[a] for a in axes])
+
+
+@tensor_method
+def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
+    """Two axes swapped (the last two by default)."""
+    a, b = normalize_axis(dim0, x.ndim, "transpose"), normalize_axis(dim1, x.ndim, "transpose")
+    axes = list(range(x.ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return permute(x, *axes)
+
+
+Tensor.T = property(lambda x: permute(x, *reversed(range(x.ndim))))  # type: ignore[attr-defined]
+Tensor.mT = property(lambda x: transpose(x, -2, -1))  # type: ignore[attr-defined]
+
+
+@tensor_method
+def unsqueeze(x: Tensor, axis: int) -> Tensor:
+    """A size-1 axis inserted at ``axis``."""
+    a = normalize_axis(axis, x.ndim + 1, "unsqueeze")
+    return _relayout(x, x.prim.offset, x.shape[:a] + (1,) + x.shape[a:],
+                     x.prim.strides[:a] + (0,) + x.prim.strides[a:])
+
+
+@tensor_method
+def squeeze(x: Tensor, axis: Any = None) -> Tensor:
+    """Size-1 axes removed (all of them, or those named)."""
+    axes = normalize_axes(axis, x.ndim, "squeeze")
+    if axis is not None:
+        for a in axes:
+            if x.shape[a] != 1:
+                raise BurnError(f"squeeze: axis {a} has size {x.shape[a]} in shape {x.shape}; "
+                                "only size-1 axes can be squeezed")
+    keep = [i for i in range(x.ndim) if not (i in axes and x.shape[i] == 1)]
+    return _relayout(x, x.prim.offset, [x.shape[i] for i in keep],
+                     [x.prim.strides[i] for i in keep])
+
+
+def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    """NumPy's broadcast of ``shapes``, or ``BurnError`` naming the op and the shapes."""
+    if all(s == shapes[0] for s in shapes[1:]):
+        return tuple(shapes[0])
+    ndim = max((len(s) for s in shapes), default=0)
+    result = []
+    for i in range(ndim):
+        sizes = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
+        if len(sizes) > 1:
+            raise BurnError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not "
+                            f"broadcast (axis {i - ndim}: sizes {sorted(sizes)})")
+        result.append(sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
+@tensor_method
+def expand(x: Tensor, *shape: Any) -> Tensor:
+    """``x`` broadcast to ``shape`` without copying (-1 keeps a size)."""
+    shape = _shape_arg(shape)
+    if shape == x.shape:
+        return x
+    if len(shape) < x.ndim:
+        raise BurnError(f"expand: cannot expand shape {x.shape} to fewer dimensions {shape}")
+    lead = len(shape) - x.ndim
+    sizes, strides = [], []
+    for i, size in enumerate(shape):
+        if i < lead:
+            sizes.append(size)
+            strides.append(0)
+            continue
+        old, stride = x.shape[i - lead], x.prim.strides[i - lead]
+        if size == -1 or size == old:
+            sizes.append(old)
+            strides.append(stride)
+        elif old == 1:
+            sizes.append(size)
+            strides.append(0)
+        else:
+            raise BurnError(f"expand: cannot expand shape {x.shape} to {shape} (axis {i}: "
+                            f"size {old} is not 1)")
+    return _relayout(x, x.prim.offset, sizes, strides)
+
+
+Tensor.broadcast_to = expand  # type: ignore[attr-defined]
+
+
+@tensor_method
+def flip(x: Tensor, axis: Any = None) -> Tensor:
+    """The order of elements reversed along ``axis`` (every axis by default): a view with
+    negative strides."""
+    axes = normalize_axes(axis, x.ndim, "flip")
+    offset, strides = x.prim.offset, list(x.prim.strides)
+    for a in axes:
+        if x.shape[a] > 1:
+            offset += (x.shape[a] - 1) * strides[a]
+            strides[a] = -strides[a]
+    return _relayout(x, offset, x.shape, strides)
+
+
+def _index_tuple(key: Any) -> tuple[Any, ...]:
+    return key if isinstance(key, tuple) else (key,)
+
+
+@tensor_method
+def __getitem__(x: Tensor, key: Any) -> Tensor:  # noqa: N807 - the indexing protocol
+    """Basic indexing: ints, slices with steps (negative too), ``None`` and ``...``; a view.
+    An integer tensor index selects along the first axis (``index_select``)."""
+    if isinstance(key, Tensor):
+        return x.index_select(0, key)  # type: ignore[attr-defined]
+    items = _index_tuple(key)
+    if sum(1 for k in items if k is Ellipsis) > 1:
+        raise BurnError("indexing: at most one '...' is allowed")
+    consumed = sum(1 for k in items if k is not None and k is not Ellipsis)
+    if consumed > x.ndim:
+        raise BurnError(f"indexing: {consumed} indices for a tensor of shape {x.shape}")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items = items[:at] + (slice(None),) * (x.ndim - consumed) + items[at + 1:]
+    items = items + (slice(None),) * (x.ndim - sum(1 for k in items if k is not None))
+    offset, shape, strides, axis = x.prim.offset, [], [], 0
+    for k in items:
+        if k is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        size, stride = x.shape[axis], x.prim.strides[axis]
+        if isinstance(k, slice):
+            start, stop, step = k.indices(size)
+            count = len(range(start, stop, step))
+            offset += start * stride if count else 0
+            shape.append(count)
+            strides.append(stride * step)
+        elif isinstance(k, (int,)) or hasattr(k, "__index__"):
+            i = int(k)
+            if not -size <= i < size:
+                raise BurnError(f"indexing: index {i} is out of range for axis {axis} of size "
+                                f"{size} (shape {x.shape})")
+            offset += (i % size) * stride
+        else:
+            raise BurnError(f"indexing: unsupported index {k!r}; use ints, slices, None, ... or "
+                            "an integer tensor")
+        axis += 1
+    return _relayout(x, offset, shape, strides)
+
+
+@tensor_method
+def split(x: Tensor, split_size: Any, axis: int = 0) -> list[Tensor]:
+    """Views of ``split_size`` elements along ``axis`` (the last may be shorter), or of the
+    sizes listed."""
+    a = normalize_axis(axis, x.ndim, "split")
+    n = x.shape[a]
+    if isinstance(split_size, int):
+        if split_size <= 0:
+            raise BurnError(f"split: split_size must be positive, got {split_size}")
+        sizes = [min(split_size, n - i) for i in range(0, n, split_size)] or [0]
+    else:
+        sizes = [int(s) for s in split_size]
+        if sum(sizes) != n:
+            raise BurnError(f"split: sizes {sizes} sum to {sum(sizes)}, not to axis {a}'s size "
+                            f"{n} (shape {x.shape})")
+    parts, start = [], 0
+    for size in sizes:
+        index = [slice(None)] * a + [slice(start, start + size)]
+        parts.append(__getitem__(x, tuple(index)))
+        start += size
+    return parts
+
+
+@tensor_method
+def chunk(x: Tensor, chunks: int, axis: int = 0) -> list[Tensor]:
+    """``chunks`` views of (nearly) equal size along ``axis``."""
+    if chunks <= 0:
+        raise BurnError(f"chunk: chunks must be positive, got {chunks}")
+    n = x.shape[normalize_axis(axis, x.ndim, "chunk")]
+    return split(x, max(1, math.ceil(n / chunks)), axis)

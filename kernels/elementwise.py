@@ -1,0 +1,338 @@
+"""Elementwise kernels: unary and binary ops, ``where``, ``clamp``, casts and strided copies.
+
+One kernel per arity; the op is a comptime string, so each op is its own specialization with
+only its code generated. Inputs are strided views of any layout (broadcast axes have stride 0),
+loaded in their own dtype, computed in ``compute`` (float32 for 16-bit floats) and stored as
+the result's dtype into a fresh contiguous view. Which dtypes an op accepts and returns is the
+caller's business (burn's dtype rules); ``UNARY_OPS`` and ``BINARY_OPS`` list the names.
+
+Example:
+    >>> ctx = Context("cpu", lambda n, dtype: np.empty(n, dtype.numpy))  # doctest: +SKIP
+    >>> y = unary(ctx, "exp", x, compute=cube.float32, out_dtype=cube.float32)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cubepy as cube
+from cubepy.ir.dtypes import DType
+
+from . import mathlib
+from .layout import Context, View, launch_plan, scalar
+from .strided import element_offset, layout_args, operand_args
+
+FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
+               "cos", "tan", "tanh", "atan", "erf", "sigmoid", "gelu", "silu", "softplus")
+ROUNDING_UNARY = ("floor", "ceil", "round", "trunc")
+NUMERIC_UNARY = ("neg", "abs", "sign", "square", "relu", "reciprocal")
+PREDICATE_UNARY = ("isnan", "isinf", "isfinite")
+UNARY_OPS = (FLOAT_UNARY + ROUNDING_UNARY + NUMERIC_UNARY + PREDICATE_UNARY
+             + ("logical_not", "bitwise_not", "identity"))
+
+ARITHMETIC_BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "pow", "maximum",
+                     "minimum", "atan2")
+COMPARISON_BINARY = ("eq", "ne", "lt", "le", "gt", "ge")
+LOGICAL_BINARY = ("logical_and", "logical_or", "logical_xor")
+BITWISE_BINARY = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
+BINARY_OPS = ARITHMETIC_BINARY + COMPARISON_BINARY + LOGICAL_BINARY + BITWISE_BINARY
+
+
+@cube.func
+def apply_unary(v, OP):
+    # Folded at compile time: only OP's branch is generated.
+    if OP == "identity":
+        r = v
+    elif OP == "neg":
+        r = -v
+    elif OP == "abs":
+        r = cube.abs(v)
+    elif OP == "sign":
+        r = mathlib.sign(v)
+    elif OP == "square":
+        r = v * v
+    elif OP == "relu":
+        r = cube.maximum(v, 0)
+    elif OP == "reciprocal":
+        r = 1.0 / v
+    elif OP == "exp":
+        r = cube.exp(v)
+    elif OP == "exp2":
+        r = cube.exp2(v)
+    elif OP == "expm1":
+        r = mathlib.expm1(v)
+    elif OP == "log":
+        r = cube.log(v)
+    elif OP == "log2":
+        r = cube.log2(v)
+    elif OP == "log10":
+        r = cube.log(v) * mathlib.LN10_INV
+    elif OP == "log1p":
+        r = mathlib.log1p(v)
+    elif OP == "sqrt":
+        r = cube.sqrt(v)
+    elif OP == "rsqrt":
+        r = cube.rsqrt(v)
+    elif OP == "sin":
+        r = cube.sin(v)
+    elif OP == "cos":
+        r = cube.cos(v)
+    elif OP == "tan":
+        r = mathlib.tan(v)
+    elif OP == "tanh":
+        r = cube.tanh(v)
+    elif OP == "atan":
+        r = mathlib.atan(v)
+    elif OP == "erf":
+        r = cube.erf(v)
+    elif OP == "sigmoid":
+        r = cube.sigmoid(v)
+    elif OP == "gelu":
+        r = mathlib.gelu(v)
+    elif OP == "silu":
+        r = mathlib.silu(v)
+    elif OP == "softplus":
+        r = mathlib.softplus(v)
+    elif OP == "floor":
+        r = cube.floor(v)
+    elif OP == "ceil":
+        r = cube.ceil(v)
+    elif OP == "round":
+        r = mathlib.round_half_even(v)
+    elif OP == "trunc":
+        r = mathlib.trunc(v)
+    elif OP == "isnan":
+        # not `v != v`: WGSL lets a compiler assume no NaNs there (lavapipe folds it to false)
+        r = ~(v <= float("inf"))
+    elif OP == "isinf":
+        r = cube.abs(v) == float("inf")
+    elif OP == "isfinite":
+        r = cube.abs(v) < float("inf")
+    elif OP == "logical_not":
+        r = v == 0
+    else:  # bitwise_not
+        r = ~v
+    return r
+
+
+@cube.func
+def apply_binary(a, b, OP):
+    if OP == "add":
+        r = a + b
+    elif OP == "sub":
+        r = a - b
+    elif OP == "mul":
+        r = a * b
+    elif OP == "div":
+        r = a / b
+    elif OP == "floor_divide":
+        if a.dtype.is_float:
+            r = cube.floor(a / b)
+        else:
+            r = mathlib.int_floordiv(a, b)
+    elif OP == "remainder":
+        if a.dtype.is_float:
+            r = mathlib.float_mod(a, b)
+        else:
+            r = mathlib.int_mod(a, b)
+    elif OP == "pow":
+        if a.dtype.is_float:
+            r = cube.pow(a, b)
+        else:
+            r = mathlib.int_pow(a, b, a.dtype.bits)
+    elif OP == "maximum":
+        r = cube.maximum(a, b)
+    elif OP == "minimum":
+        r = cube.minimum(a, b)
+    elif OP == "atan2":
+        r = mathlib.atan2(a, b)
+    elif OP == "eq":
+        r = a == b
+    elif OP == "ne":
+        r = a != b
+    elif OP == "lt":
+        r = a < b
+    elif OP == "le":
+        r = a <= b
+    elif OP == "gt":
+        r = a > b
+    elif OP == "ge":
+        r = a >= b
+    elif OP == "logical_and":
+        r = (a != 0) & (b != 0)
+    elif OP == "logical_or":
+        r = (a != 0) | (b != 0)
+    elif OP == "logical_xor":
+        r = (a != 0) ^ (b != 0)
+    elif OP == "bitwise_and":
+        r = a & b
+    elif OP == "bitwise_or":
+        r = a | b
+    elif OP == "bitwise_xor":
+        r = a ^ b
+    elif OP == "left_shift":
+        r = a << b
+    else:  # right_shift
+        r = a >> b
+    return r
+
+
+@cube.kernel
+def unary_kernel(x, xo, xs0, xs1, xs2, xs3, out, oo, n, d1, d2, d3,
+                 OP: cube.Comptime[str], CT: cube.Comptime[object], DT: cube.Comptime[object],
+                 RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    m = idx < n
+    # masked lanes read 1: defined for every op (log, 1/x, ...) so no lane raises a warning
+    v = cube.load(x + xo + element_offset(idx, RANK, d1, d2, d3, xs0, xs1, xs2, xs3), mask=m,
+                  other=1)
+    cube.store(out + oo + idx, apply_unary(v.to(CT), OP).to(DT), mask=m)
+
+
+@cube.kernel
+def binary_kernel(x, xo, xs0, xs1, xs2, xs3, y, yo, ys0, ys1, ys2, ys3, out, oo, n, d1, d2, d3,
+                  OP: cube.Comptime[str], CT: cube.Comptime[object], DT: cube.Comptime[object],
+                  RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    m = idx < n
+    a = cube.load(x + xo + element_offset(idx, RANK, d1, d2, d3, xs0, xs1, xs2, xs3), mask=m,
+                  other=1)
+    b = cube.load(y + yo + element_offset(idx, RANK, d1, d2, d3, ys0, ys1, ys2, ys3), mask=m,
+                  other=1)
+    cube.store(out + oo + idx, apply_binary(a.to(CT), b.to(CT), OP).to(DT), mask=m)
+
+
+# Dense forms of the two kernels above, for operands that are all contiguous: a third of the
+# arguments, which is most of the host cost of launching a small op on the cpu target.
+@cube.kernel
+def unary_dense_kernel(x, xo, out, n, OP: cube.Comptime[str], CT: cube.Comptime[object],
+                       DT: cube.Comptime[object], BLOCK: cube.Comptime[int]):
+    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    m = idx < n
+    v = cube.load(x + xo + idx, mask=m, other=1)
+    cube.store(out + idx, apply_unary(v.to(CT), OP).to(DT), mask=m)
+
+
+@cube.kernel
+def binary_dense_kernel(x, xo, y, yo, out, n, OP: cube.Comptime[str], CT: cube.Comptime[object],
+                        DT: cube.Comptime[object], BLOCK: cube.Comptime[int]):
+    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    m = idx < n
+    a = cube.load(x + xo + idx, mask=m, other=1)
+    b = cube.load(y + yo + idx, mask=m, other=1)
+    cube.store(out + idx, apply_binary(a.to(CT), b.to(CT), OP).to(DT), mask=m)
+
+
+@cube.kernel
+def where_kernel(c, co, cs0, cs1, cs2, cs3, x, xo, xs0, xs1, xs2, xs3, y, yo, ys0, ys1, ys2, ys3,
+                 out, oo, n, d1, d2, d3, DT: cube.Comptime[object], RANK: cube.Comptime[int],
+                 BLOCK: cube.Comptime[int]):
+    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    m = idx < n
+    cond = cube.load(c + co + element_offset(idx, RANK, d1, d2, d3, cs0, cs1, cs2, cs3), mask=m,
+                     other=0)
+    a = cube.load(x + xo + element_offset(idx, RANK, d1, d2, d3, xs0, xs1, xs2, xs3), mask=m,
+                  other=0)
+    b = cube.load(y + yo + element_offset(idx, RANK, d1, d2, d3, ys0, ys1, ys2, ys3), mask=m,
+                  other=0)
+    cube.store(out + oo + idx, cube.where(cond != 0, a.to(DT), b.to(DT)), mask=m)
+
+
+@cube.kernel
+def clamp_kernel(x, xo, xs0, xs1, xs2, xs3, out, oo, n, d1, d2, d3, lo, hi,
+                 HAS_LO: cube.Comptime[bool], HAS_HI: cube.Comptime[bool],
+                 CT: cube.Comptime[object], DT: cube.Comptime[object],
+                 RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    m = idx < n
+    v = cube.load(x + xo + element_offset(idx, RANK, d1, d2, d3, xs0, xs1, xs2, xs3), mask=m,
+                  other=0).to(CT)
+    if HAS_LO:
+        v = cube.maximum(v, lo)
+    if HAS_HI:
+        v = cube.minimum(v, hi)
+    cube.store(out + oo + idx, v.to(DT), mask=m)
+
+
+def _register(dtype: DType) -> DType:
+    """The dtype a kernel computes ``dtype`` in (16-bit floats in float32)."""
+    return cube.float32 if dtype.name in ("float16", "bfloat16") else dtype
+
+
+def unary(ctx: Context, op: str, x: View, compute: DType, out_dtype: DType) -> View:
+    """``op`` applied to every element of ``x`` (computed in ``compute``), as ``out_dtype``."""
+    if op not in UNARY_OPS:
+        raise ValueError(f"unknown unary op {op!r}; ops: {', '.join(UNARY_OPS)}")
+    out = ctx.new(x.shape, out_dtype)
+    if x.is_contiguous:
+        n = out.numel
+        block = ctx.block(n)
+        unary_dense_kernel[(cube.cdiv(n, block),)](
+            x.storage, x.offset, out.storage, n, OP=op, CT=_register(compute), DT=out_dtype,
+            BLOCK=block, target=ctx.target)
+        return out
+    for part in launch_plan(x.shape, [x]):
+        block = ctx.block(part.numel)
+        unary_kernel[(cube.cdiv(part.numel, block),)](
+            x.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
+            OP=op, CT=_register(compute), DT=out_dtype, RANK=part.layout.rank, BLOCK=block,
+            target=ctx.target)
+    return out
+
+
+def binary(ctx: Context, op: str, x: View, y: View, compute: DType, out_dtype: DType) -> View:
+    """``op(x, y)`` elementwise; ``x`` and ``y`` have one shape (broadcast beforehand)."""
+    if op not in BINARY_OPS:
+        raise ValueError(f"unknown binary op {op!r}; ops: {', '.join(BINARY_OPS)}")
+    out = ctx.new(x.shape, out_dtype)
+    if x.is_contiguous and y.is_contiguous:
+        n = out.numel
+        block = ctx.block(n)
+        binary_dense_kernel[(cube.cdiv(n, block),)](
+            x.storage, x.offset, y.storage, y.offset, out.storage, n, OP=op,
+            CT=_register(compute), DT=out_dtype, BLOCK=block, target=ctx.target)
+        return out
+    for part in launch_plan(x.shape, [x, y]):
+        block = ctx.block(part.numel)
+        binary_kernel[(cube.cdiv(part.numel, block),)](
+            x.storage, *operand_args(part, 0), y.storage, *operand_args(part, 1),
+            out.storage, part.out_offset, *layout_args(part),
+            OP=op, CT=_register(compute), DT=out_dtype, RANK=part.layout.rank, BLOCK=block,
+            target=ctx.target)
+    return out
+
+
+def where(ctx: Context, cond: View, x: View, y: View, out_dtype: DType) -> View:
+    """``x`` where ``cond`` is true, else ``y`` (all three of one shape)."""
+    out = ctx.new(x.shape, out_dtype)
+    for part in launch_plan(x.shape, [cond, x, y]):
+        block = ctx.block(part.numel)
+        where_kernel[(cube.cdiv(part.numel, block),)](
+            cond.storage, *operand_args(part, 0), x.storage, *operand_args(part, 1),
+            y.storage, *operand_args(part, 2), out.storage, part.out_offset, *layout_args(part),
+            DT=out_dtype, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+    return out
+
+
+def clamp(ctx: Context, x: View, lo: Any, hi: Any, out_dtype: DType) -> View:
+    """``x`` limited to ``[lo, hi]`` (either bound may be None)."""
+    out = ctx.new(x.shape, out_dtype)
+    compute = _register(out_dtype)
+    for part in launch_plan(x.shape, [x]):
+        block = ctx.block(part.numel)
+        clamp_kernel[(cube.cdiv(part.numel, block),)](
+            x.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
+            scalar(0 if lo is None else lo, compute), scalar(0 if hi is None else hi, compute),
+            HAS_LO=lo is not None, HAS_HI=hi is not None, CT=compute, DT=out_dtype,
+            RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+    return out
+
+
+def cast(ctx: Context, x: View, dtype: DType) -> View:
+    """``x`` converted to ``dtype`` (floats to integers truncate toward zero)."""
+    return unary(ctx, "identity", x, _register(x.dtype) if x.dtype.is_float else x.dtype, dtype)
+
+
+def copy(ctx: Context, x: View) -> View:
+    """A contiguous copy of any view."""
+    return unary(ctx, "identity", x, x.dtype, x.dtype)

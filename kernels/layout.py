@@ -1,0 +1,206 @@
+"""What every kernel launcher in ``kernels/`` takes: strided views and a launch context.
+
+A ``View`` is an n-d array as kernels see it: a flat storage array native to the target (a
+1-D NumPy array for ``cpu`` and Triton's interpreter, a 1-D CUDA tensor for ``triton`` on a
+GPU, a 1-D ``cube.DeviceArray`` for ``wgsl``), an element offset, a shape and element strides
+(0 for broadcast axes, negative for flipped ones). Kernels address element ``i`` of a view as
+``storage + offset + sum(i_k * strides_k)``: the pointer base is always the storage argument.
+
+A ``Context`` is where launchers run and allocate: the cubepy target name passed to every
+launch, and a function that allocates flat storage (burn's backends give their pool's).
+
+Index arithmetic is int32: views over more than 2**31 - 1 elements are refused by
+``check_int32``.
+
+Example:
+    >>> import numpy as np
+    >>> ctx = Context("cpu", lambda n, dtype: np.empty(n, dtype.numpy))
+    >>> v = ctx.new((2, 3), cube.float32)
+    >>> v.shape, v.strides, v.is_contiguous
+    ((2, 3), (3, 1), True)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cubepy as cube
+from cubepy.ir.dtypes import DType
+
+INT32_MAX = 2**31 - 1
+MAX_RANK = 4  # strided kernels index up to 4 (collapsed) axes; see ``launch_plan``
+
+
+def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Row-major element strides of ``shape``."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class View:
+    """An n-d array over flat ``storage``: element offset, shape and element strides."""
+
+    storage: Any
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: DType
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @functools.cached_property
+    def is_contiguous(self) -> bool:
+        """Row-major and dense (size-1 axes may have any stride)."""
+        expected = contiguous_strides(self.shape)
+        return all(n == 1 or s == e for n, s, e in zip(self.shape, self.strides, expected))
+
+    def with_layout(self, offset: int, shape: Sequence[int], strides: Sequence[int]) -> View:
+        """The same storage seen through another layout."""
+        return View(self.storage, int(offset), tuple(shape), tuple(strides), self.dtype)
+
+
+class Context:
+    """A launch target plus an allocator of flat storage (``allocate(numel, dtype)``)."""
+
+    def __init__(self, target: str, allocate: Callable[[int, DType], Any]):
+        self.target = target
+        self.allocate = allocate
+
+    def new(self, shape: Sequence[int], dtype: DType) -> View:
+        """A fresh contiguous view (contents undefined)."""
+        shape = tuple(int(s) for s in shape)
+        numel = math.prod(shape)
+        check_int32(numel, "a result")
+        return View(self.allocate(max(numel, 1), dtype), 0, shape, contiguous_strides(shape),
+                    dtype)
+
+    def block(self, n: int, largest: int | None = None) -> int:
+        """The elements per cube for a 1-D kernel over ``n`` elements on this target."""
+        cap = largest or (4096 if self.target.startswith("cpu") else 1024)
+        return max(16, min(cap, 1 << max(0, (max(n, 1) - 1).bit_length())))
+
+    def __repr__(self) -> str:
+        return f"Context({self.target!r})"
+
+
+def check_int32(numel: int, what: str) -> None:
+    if numel > INT32_MAX:
+        raise cube.LaunchError(f"{what} has {numel} elements; kernels index with int32, "
+                               f"so at most {INT32_MAX} are supported")
+
+
+def collapse(shape: Sequence[int], *strides: Sequence[int]) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 axes and merge neighbours that are contiguous in every operand.
+
+    Returns the collapsed shape and each operand's strides for it (the shapes of operands
+    and result are equal; broadcast axes have stride 0).
+
+    Example:
+        >>> collapse((2, 3, 4), (12, 4, 1), (0, 0, 1))
+        ([6, 4], [[4, 1], [0, 1]])
+    """
+    axes = [i for i, n in enumerate(shape) if n != 1]
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for i in axes:
+        if out_shape and all(s[-1] == st[i] * shape[i] for s, st in zip(out_strides, strides)):
+            out_shape[-1] *= shape[i]
+            for s, st in zip(out_strides, strides):
+                s[-1] = st[i]
+            continue
+        out_shape.append(shape[i])
+        for s, st in zip(out_strides, strides):
+            s.append(st[i])
+    return out_shape, out_strides
+
+
+@dataclass(frozen=True)
+class StridedArgs:
+    """The collapsed layout of one elementwise launch: padded to ``MAX_RANK`` axes.
+
+    ``rank`` is 0 when every operand is dense and in order (plain ``storage + offset + i``);
+    otherwise the number of significant axes, counted from the innermost. ``dims`` are the
+    three inner sizes ``d1, d2, d3`` (``d0`` follows from the element count); ``strides[j]``
+    are operand ``j``'s four strides.
+    """
+
+    rank: int
+    dims: tuple[int, int, int]
+    strides: tuple[tuple[int, int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class LaunchPart:
+    """One launch of a strided elementwise kernel: where its slice of the result starts,
+    each operand's element offset, the element count and the collapsed layout."""
+
+    out_offset: int
+    offsets: tuple[int, ...]
+    numel: int
+    layout: StridedArgs
+
+
+def launch_plan(shape: Sequence[int], operands: Sequence[View]) -> list[LaunchPart]:
+    """The launches that compute a contiguous result of ``shape`` from strided ``operands``.
+
+    Each operand must already have ``shape`` (broadcast axes with stride 0). Normally one
+    launch; a layout of more than ``MAX_RANK`` collapsed axes becomes one launch per index of
+    its outer axes (rare: a permutation of five or more axes that no neighbours merge).
+
+    Example:
+        >>> v = View(None, 0, (4, 8), (1, 4), cube.float32)   # a transposed 8x4 array
+        >>> launch_plan((4, 8), [v])[0].layout
+        StridedArgs(rank=2, dims=(1, 4, 8), strides=((0, 0, 1, 4),))
+    """
+    numel = math.prod(shape)
+    if all(v.is_contiguous for v in operands):
+        dense = StridedArgs(0, (1, 1, 1), tuple((0, 0, 0, 1) for _ in operands))
+        return [LaunchPart(0, tuple(v.offset for v in operands), numel, dense)]
+    dims, strides = collapse(shape, *(v.strides for v in operands))
+    outer = max(0, len(dims) - MAX_RANK)
+    inner_dims, outer_dims = dims[outer:], dims[:outer]
+    inner_numel = math.prod(inner_dims)
+    pad = MAX_RANK - len(inner_dims)
+    padded_dims = [1] * pad + inner_dims
+    layout = StridedArgs(
+        len(inner_dims),
+        (padded_dims[1], padded_dims[2], padded_dims[3]),
+        tuple(tuple([0] * pad + s[outer:]) for s in strides),  # type: ignore[misc]
+    )
+    parts = []
+    for flat, index in enumerate(_indices(outer_dims)):
+        offsets = tuple(v.offset + sum(i * s for i, s in zip(index, st[:outer]))
+                        for v, st in zip(operands, strides))
+        parts.append(LaunchPart(flat * inner_numel, offsets, inner_numel, layout))
+    return parts
+
+
+def _indices(dims: Sequence[int]) -> list[tuple[int, ...]]:
+    result: list[tuple[int, ...]] = [()]
+    for n in dims:
+        result = [r + (i,) for r in result for i in range(n)]
+    return result
+
+
+def scalar(value: Any, dtype: DType) -> Any:
+    """``value`` as a NumPy scalar of ``dtype``'s register type, for a kernel argument (a
+    float16/bfloat16 scalar travels as float32, as kernels compute those in float32)."""
+    import numpy as np
+
+    if dtype.name in ("float16", "bfloat16"):
+        return np.float32(value)
+    return dtype.numpy.type(value)

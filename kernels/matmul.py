@@ -1,0 +1,317 @@
+"""Batched matrix multiplication: ``C[..., M, N] = A[..., M, K] @ B[..., K, N]``.
+
+One kernel (``matmul_kernel``): each cube computes a ``BLOCK_M x BLOCK_N`` tile of one batch
+entry of C, stepping through K in ``BLOCK_K`` slices with ``cube.dot`` (tensor cores on
+Triton, BLAS per tile on ``cpu``, the register-blocked workgroup product on ``wgsl``).
+
+- Operands are any strided views: both strides of each matrix are passed, and never copied.
+  Each operand's layout is comptime: ``"row"`` (unit stride along its columns), ``"col"``
+  (unit stride along its rows) or ``"any"``. A unit stride is written into the kernel, not
+  passed: Triton then knows consecutive elements are consecutive addresses and issues wide
+  loads (an argument equal to 1 hid that from it: 20x slower on an H200).
+- Batches run on grid axis 1. The (broadcast) batch axes are collapsed on the host into at most
+  two (``inner_batch`` splits the batch index); a layout that does not collapse that far gets
+  one launch per index of its outer axes.
+- Cube numbers walk ``GROUP_M`` tile rows down a tile column before moving right, so cubes that
+  run together share rows of A and columns of B in the cache. Ragged tiles are masked; ``EVEN``
+  (every tile whole) drops the masks from the K loop.
+- Float inputs accumulate in float32 (float64 for float64), integers in int32 (int64 for
+  int64) and wrap around like NumPy's; the result is stored as ``out_dtype``.
+
+Tiles come from ``tuned_matmul`` (``@cube.autotune``), whose candidates per call are the list
+``config_class`` names: on a CUDA GPU the configs measured on an H200, tuned for products of
+at least ``GPU_TUNE_FROM`` multiply-adds (one moderate config below); one fixed config on the
+CPU (BLAS-sized tiles), WGSL and Triton's interpreter. Later calls of a seen (target, dtypes,
+layouts, size bucket) launch straight away (``_CHOSEN``): the host path of a plain 2-D product
+is a few dict lookups and one launch. On Triton, float and int8 tiles go through ``tl.dot``;
+other integer tiles are a broadcast product summed over K (hence their short K slices).
+
+Example:
+    >>> c = matmul(ctx, a, b, cube.float32)  # a: View (M, K), b: View (K, N)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import cubepy as cube
+from cubepy import config as cube_config
+from cubepy.autotune import TuneContext, pow2_anchor
+from cubepy.ir.dtypes import DType
+
+from .layout import Context, View, _indices, collapse
+
+MAX_GRID_Y = 65535  # Triton's (and CUDA's) limit on grid axis 1
+
+
+@cube.func
+def tile_offsets(rows, cols, s_row, s_col, LAYOUT):
+    # Folded at compile time: a unit stride is a constant, not an argument.
+    if LAYOUT == "row":
+        offsets = rows[:, None] * s_row + cols[None, :]
+    elif LAYOUT == "col":
+        offsets = rows[:, None] + cols[None, :] * s_col
+    else:
+        offsets = rows[:, None] * s_row + cols[None, :] * s_col
+    return offsets
+
+
+@cube.kernel
+def matmul_kernel(a, a_off, a_sm, a_sk, a_sb0, a_sb1, b, b_off, b_sk, b_sn, b_sb0, b_sb1,
+                  c, M, N, K, inner_batch, batch_start, c_first,
+                  A_LAYOUT: cube.Comptime[str], B_LAYOUT: cube.Comptime[str],
+                  ACC: cube.Comptime[object], DT: cube.Comptime[object],
+                  BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
+                  BLOCK_K: cube.Comptime[int], GROUP_M: cube.Comptime[int],
+                  EVEN: cube.Comptime[bool]):
+    # Cube number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
+    pid = cube.cube_pos(0)
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (pid // num_pid_in_group) * GROUP_M
+    group_size_m = cube.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    batch = batch_start + cube.cube_pos(1)
+    outer, inner = batch // inner_batch, batch % inner_batch
+    a_base = a_off + outer * a_sb0 + inner * a_sb1
+    b_base = b_off + outer * b_sb0 + inner * b_sb1
+
+    rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
+    rk = cube.arange(0, BLOCK_K)
+    acc = cube.zeros((BLOCK_M, BLOCK_N), ACC)
+    for k0 in range(0, K, BLOCK_K):
+        ka = k0 + rk
+        a_ptrs = a + a_base + tile_offsets(rm, ka, a_sm, a_sk, A_LAYOUT)
+        b_ptrs = b + b_base + tile_offsets(ka, rn, b_sk, b_sn, B_LAYOUT)
+        if EVEN:  # every tile is whole: no masks in the inner loop
+            a_tile = cube.load(a_ptrs)
+            b_tile = cube.load(b_ptrs)
+        else:
+            a_tile = cube.load(a_ptrs, mask=(rm[:, None] < M) & (ka[None, :] < K), other=0)
+            b_tile = cube.load(b_ptrs, mask=(ka[:, None] < K) & (rn[None, :] < N), other=0)
+        acc = cube.dot(a_tile, b_tile, acc)
+    c_ptrs = c + (c_first + batch) * M * N + rm[:, None] * N + rn[None, :]
+    cube.store(c_ptrs, acc.to(DT), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+# ---- tile configs per target ----
+
+def _configs(rows: list[tuple[int, ...]]) -> list[cube.Config]:
+    return [cube.Config(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g, num_warps=w,
+                        num_stages=s) for bm, bn, bk, g, w, s in rows]
+
+
+# Measured on an H200 (examples/matmul.py, bench/gpu_bench.py): large tiles for big 16-bit
+# products, 16-row tiles for skinny ones; float32 (IEEE) wants shorter K slices.
+GPU_HALF = _configs([(128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3), (256, 128, 64, 8, 8, 3),
+                     (128, 256, 32, 8, 8, 4), (128, 128, 64, 8, 4, 4), (16, 128, 128, 1, 4, 4),
+                     (16, 64, 512, 1, 4, 3)])
+GPU_FLOAT32 = _configs([(128, 64, 32, 8, 4, 4), (64, 128, 32, 8, 4, 4), (128, 128, 32, 8, 8, 3),
+                        (256, 128, 32, 8, 8, 3), (128, 256, 32, 8, 8, 3)])
+GPU_FLOAT64 = _configs([(64, 64, 32, 8, 4, 3), (128, 64, 16, 8, 4, 3), (64, 32, 32, 8, 4, 3)])
+# Triton has no integer tl.dot but int8's: the others are a broadcast product summed over K,
+# a BLOCK_M x BLOCK_K x BLOCK_N tile, so K slices stay short.
+GPU_INT8 = _configs([(128, 128, 64, 8, 8, 3), (64, 64, 64, 8, 4, 3)])
+GPU_INT = _configs([(32, 32, 8, 8, 4, 2)])
+# Below this many multiply-adds a product takes microseconds: not worth compiling and timing
+# every candidate, so it runs with one moderate config (the first of its list for dtypes
+# that have no entry here).
+GPU_TUNE_FROM = 2**27  # 512**3
+GPU_SMALL = _configs([(64, 64, 32, 8, 4, 3)])
+# Interpreters and SIMT targets: a few cubes of moderate tiles. On wgsl num_warps=4 means 128
+# invocations, each owning a register block of the 64 x 64 tile.
+INTERPRETER = _configs([(64, 64, 32, 8, 4, 1)])
+WGSL = _configs([(64, 64, 32, 8, 4, 1)])
+WGSL_64BIT = _configs([(32, 32, 32, 8, 4, 1)])  # 8-byte tiles: workgroup memory is 32 KiB
+# cpu: one BLAS call per tile pair, so large tiles once the product is big enough.
+CPU_SMALL = _configs([(64, 64, 64, 8, 1, 1)])
+CPU_LARGE = _configs([(256, 256, 128, 8, 1, 1)])
+CPU_LARGE_FROM = 512  # M and N at least this: the large tiles
+
+CONFIG_CLASSES = {"gpu_half": GPU_HALF, "gpu_float32": GPU_FLOAT32, "gpu_float64": GPU_FLOAT64,
+                  "gpu_int8": GPU_INT8, "gpu_int": GPU_INT, "gpu_small": GPU_SMALL,
+                  "interpreter": INTERPRETER,
+                  "wgsl": WGSL, "wgsl_64bit": WGSL_64BIT, "cpu_small": CPU_SMALL,
+                  "cpu_large": CPU_LARGE}
+CONFIGS = [cfg for configs in CONFIG_CLASSES.values() for cfg in configs]
+
+
+def config_class(target: str, device: str, dtype: DType, m: int, n: int, work: int) -> str:
+    """The name of the config list (in ``CONFIG_CLASSES``) a product of ``work``
+    multiply-adds runs with on ``device`` (``autotune.key.device_name``'s spelling)."""
+    if target.startswith("cpu"):
+        return "cpu_large" if min(m, n) >= CPU_LARGE_FROM else "cpu_small"
+    if target == "wgsl":
+        return "wgsl_64bit" if dtype.bits == 64 else "wgsl"
+    if "interpreter" in device:
+        return "interpreter"
+    if dtype.is_int:
+        return "gpu_int8" if dtype.name == "int8" else "gpu_int"
+    if dtype.bits == 64:
+        return "gpu_float64"
+    if work < GPU_TUNE_FROM:
+        return "gpu_small"
+    return "gpu_float32" if dtype.bits == 32 else "gpu_half"
+
+
+# ---- host side ----
+
+@dataclass(frozen=True)
+class Operand:
+    """One matrix operand as the kernel reads it: offset, (row, column) strides, the two batch
+    strides and the comptime layout."""
+
+    storage: Any
+    offset: int
+    strides: tuple[int, int]
+    batch_strides: tuple[int, int]
+    layout: str
+
+    def args(self) -> list[Any]:
+        return [self.storage, self.offset, *self.strides, *self.batch_strides]
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """Everything one product's launches need but the tile sizes."""
+
+    a: Operand
+    b: Operand
+    c: View
+    c_first: int        # the index of this launch's first matrix in C
+    m: int
+    n: int
+    k: int
+    batch: int          # batch entries per launch (product of the collapsed inner axes)
+    inner_batch: int    # size of the innermost collapsed batch axis
+    dtype: DType        # of A and B
+    target: str
+
+
+def matrix_layout(rows: int, cols: int, s_row: int, s_col: int) -> str:
+    """``"row"`` when columns are adjacent in memory, ``"col"`` when rows are, else ``"any"``.
+
+    Example:
+        >>> matrix_layout(4, 8, 8, 1), matrix_layout(4, 8, 1, 4), matrix_layout(4, 8, 16, 2)
+        ('row', 'col', 'any')
+    """
+    if cols == 1 or s_col == 1:
+        return "row"
+    if rows == 1 or s_row == 1:
+        return "col"
+    return "any"
+
+
+def accumulator(dtype: DType) -> DType:
+    """The dtype products of ``dtype`` accumulate in."""
+    if dtype.is_float:
+        return cube.float64 if dtype.bits == 64 else cube.float32
+    return cube.int64 if dtype.bits == 64 else cube.int32
+
+
+def matmul(ctx: Context, a: View, b: View, out_dtype: DType) -> View:
+    """``a @ b`` for ``a`` of shape ``(*batch, M, K)`` and ``b`` of ``(*batch, K, N)`` (one
+    dtype; equal batch shapes, broadcast axes with stride 0), as a contiguous ``out_dtype``
+    view of ``(*batch, M, N)``.
+
+    Example:
+        >>> c = matmul(ctx, a, b, cube.float32)  # doctest: +SKIP
+    """
+    *batch_shape, m, k = a.shape
+    n = b.shape[-1]
+    c = ctx.new((*batch_shape, m, n), out_dtype)
+    if c.numel == 0:
+        return c
+    if not batch_shape:  # the common case, kept short
+        _launch(_plan(ctx, a, b, c, (a.offset, b.offset, 0), (0, 0), (0, 0), 1, 1))
+        return c
+    dims, (a_bs, b_bs, c_bs) = collapse(batch_shape, a.strides[:-2], b.strides[:-2],
+                                        c.strides[:-2])
+    outer = max(0, len(dims) - 2)
+    inner_dims = [1] * (2 - len(dims[outer:])) + dims[outer:]
+    pad = [0] * (2 - len(dims[outer:]))
+    for index in _indices(dims[:outer]):
+        a_off = a.offset + sum(i * s for i, s in zip(index, a_bs))
+        b_off = b.offset + sum(i * s for i, s in zip(index, b_bs))
+        c_off = sum(i * s for i, s in zip(index, c_bs))
+        _launch(_plan(ctx, a, b, c, (a_off, b_off, c_off // (m * n)), tuple(pad + a_bs[outer:]),
+                      tuple(pad + b_bs[outer:]), inner_dims[0] * inner_dims[1], inner_dims[1]))
+    return c
+
+
+def _plan(ctx: Context, a: View, b: View, c: View, offsets: tuple[int, int, int],
+          a_batch: tuple, b_batch: tuple, batch: int, inner_batch: int) -> MatmulPlan:
+    """The launch of ``batch`` products; ``offsets`` are A's and B's element offsets and the
+    index of the first matrix in C."""
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    sam, sak = a.strides[-2:]
+    sbk, sbn = b.strides[-2:]
+    return MatmulPlan(
+        Operand(a.storage, offsets[0], (sam, sak), a_batch, matrix_layout(m, k, sam, sak)),
+        Operand(b.storage, offsets[1], (sbk, sbn), b_batch, matrix_layout(k, n, sbk, sbn)),
+        c, offsets[2], m, n, k, batch, inner_batch, a.dtype, ctx.target)
+
+
+# (target, dtypes, layouts, size buckets, settings) -> the config chosen for it
+_CHOSEN: dict[tuple, cube.Config] = {}
+
+
+def _launch(plan: MatmulPlan) -> None:
+    """Run ``plan`` with the tiles chosen for its key: looked up, or chosen by the autotuner
+    on the first call of a key."""
+    key = (plan.target, plan.dtype, plan.c.dtype, plan.a.layout, plan.b.layout,
+           pow2_anchor(plan.m), pow2_anchor(plan.n), pow2_anchor(plan.k),
+           pow2_anchor(plan.batch), cube_config.settings())
+    chosen = _CHOSEN.get(key)
+    if chosen is not None:
+        run(plan, **chosen.launch_kwargs())
+        return
+    tuned_matmul(plan, plan.a.storage, plan.b.storage, plan.c.storage, plan.m, plan.n, plan.k,
+                 plan.batch, f"{plan.a.layout}/{plan.b.layout}", plan.target)
+    _CHOSEN[key] = tuned_matmul.last_config
+
+
+def _tiles_for(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config]:
+    plan: MatmulPlan = ctx.args["plan"]
+    work = plan.m * plan.n * plan.k * plan.batch
+    candidates = CONFIG_CLASSES[config_class(ctx.target, ctx.device, plan.dtype, plan.m, plan.n,
+                                             work)]
+    return candidates if work >= GPU_TUNE_FROM else candidates[:1]
+
+
+@cube.autotune(configs=CONFIGS, key={"M": pow2_anchor, "N": pow2_anchor, "K": pow2_anchor,
+                                     "batch": pow2_anchor, "layouts": None}, prune=_tiles_for)
+def tuned_matmul(plan: MatmulPlan, a_storage: Any, b_storage: Any, c_storage: Any, M: int,
+                 N: int, K: int, batch: int, layouts: str, target: str, **tiles: Any) -> None:
+    """``run`` with the tiles tuned for this (M, N, K, batch) bucket, dtypes, operand layouts,
+    target and device. The storages are arguments so that the tuner keys on their dtypes and
+    checks every candidate's output; ``plan`` carries the rest.
+
+    Example:
+        >>> tuned_matmul(plan, a.storage, b.storage, c.storage, 64, 64, 64, 1, "row/row",
+        ...              "cpu")  # doctest: +SKIP
+    """
+    run(plan, **tiles)
+
+
+def run(plan: MatmulPlan, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, GROUP_M: int,
+        num_warps: int | None = None, num_stages: int | None = None) -> None:
+    """Launch ``plan`` with these tiles (in batch chunks that fit grid axis 1)."""
+    m, n, k = plan.m, plan.n, plan.k
+    even = m % BLOCK_M == 0 and n % BLOCK_N == 0 and k % BLOCK_K == 0
+    tiles = cube.cdiv(m, BLOCK_M) * cube.cdiv(n, BLOCK_N)
+    options = {name: value for name, value in (("num_warps", num_warps),
+                                               ("num_stages", num_stages)) if value is not None}
+    for start in range(0, plan.batch, MAX_GRID_Y):
+        matmul_kernel[(tiles, min(MAX_GRID_Y, plan.batch - start))](
+            *plan.a.args(), *plan.b.args(), plan.c.storage, m, n, k, plan.inner_batch, start,
+            plan.c_first,
+            A_LAYOUT=plan.a.layout, B_LAYOUT=plan.b.layout, ACC=accumulator(plan.dtype),
+            DT=plan.c.dtype, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+            EVEN=even, target=plan.target, **options)

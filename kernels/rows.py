@@ -1,0 +1,198 @@
+"""Reductions' host side: rows of a strided view, tile shapes and launch options.
+
+A reduction, scan, softmax or norm sees its input as *rows*: the kept axes index the rows and
+the reduced axes (in their order) form each row. ``group`` collapses both groups of axes;
+``row_problem`` and ``axis_rows`` describe the rows of one view for a kernel (see
+``kernels/reduce.py``); the rest pick tile shapes and Triton launch options per target.
+
+Example:
+    >>> pow2(37)
+    64
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import cubepy as cube
+from cubepy.ir.dtypes import DType
+
+from . import elementwise
+from .layout import MAX_RANK, Context, View, collapse
+
+# A cube's tile holds this many elements (WGSL keeps tiles in workgroup memory: smaller).
+TILE_ELEMENTS = {"wgsl": 1024}
+DEFAULT_TILE_ELEMENTS = 4096
+# Enough cubes to fill a large GPU: when rows give far fewer, each is split over cubes.
+TARGET_CUBES = 1024
+
+
+
+
+@dataclass(frozen=True)
+class Group:
+    """Some axes of one or more operands, addressed in a kernel by one linear index.
+
+    ``rank`` is 0 when the axes collapse to one axis of stride 1 in every operand (plain
+    ``index`` addressing), 1 when they collapse to one axis (``index * stride``), else 4
+    (``element_offset``'s general case). ``strides[k]`` are operand ``k``'s four strides.
+    """
+
+    numel: int
+    rank: int
+    dims: tuple[int, int, int]
+    strides: tuple[tuple[int, int, int, int], ...]
+
+    def args(self, operand: int) -> list[int]:
+        """Operand ``operand``'s four strides, as kernel arguments."""
+        return list(self.strides[operand])
+
+    @property
+    def dim_args(self) -> list[int]:
+        return list(self.dims)
+
+
+def group(shape: Sequence[int], strides: Sequence[Sequence[int]], single: bool = True
+          ) -> Group | None:
+    """The ``Group`` of axes of ``shape`` with each operand's ``strides``; None when they do
+    not collapse to ``MAX_RANK`` axes. ``single=False`` uses the general rank for any layout
+    that is not dense (rows: their offsets are computed once per row, so generality is free).
+
+    Example:
+        >>> group((4, 8), [(8, 1)]).rank, group((4, 8), [(1, 4)]).rank
+        (0, 4)
+    """
+    numel = math.prod(shape)
+    dims, collapsed = collapse(shape, *strides)
+    if len(dims) > MAX_RANK:
+        return None
+    if len(dims) <= 1 and all(not s or s[0] == 1 for s in collapsed):
+        return Group(numel, 0, (1, 1, 1), tuple((0, 0, 0, 1) for _ in strides))
+    if len(dims) == 1 and single:
+        return Group(numel, 1, (1, 1, 1), tuple((0, 0, 0, s[0]) for s in collapsed))
+    pad = MAX_RANK - len(dims)
+    padded = [1] * pad + dims
+    return Group(numel, 4, (padded[1], padded[2], padded[3]),
+                 tuple(tuple([0] * pad + s) for s in collapsed))  # type: ignore[misc]
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """``x`` seen as rows: the kept axes (``rows``) and the reduced ones (``cols``)."""
+
+    x: View
+    rows: Group
+    cols: Group
+
+
+def row_problem(ctx: Context, x: View, axes: Sequence[int]) -> RowProblem:
+    """``x`` as rows over the kept axes, each reducing ``axes``. A layout whose groups do not
+    collapse to ``MAX_RANK`` axes is first copied with the reduced axes moved last."""
+    kept = [a for a in range(x.ndim) if a not in axes]
+    rows = group([x.shape[a] for a in kept], [[x.strides[a] for a in kept]], single=False)
+    cols = group([x.shape[a] for a in axes], [[x.strides[a] for a in axes]])
+    if rows is not None and cols is not None:
+        return RowProblem(x, rows, cols)
+    order = kept + list(axes)
+    moved = elementwise.copy(ctx, x.with_layout(x.offset, [x.shape[a] for a in order],
+                                                [x.strides[a] for a in order]))
+    return row_problem(ctx, moved, list(range(len(kept), x.ndim)))
+
+
+@dataclass(frozen=True)
+class AxisRows:
+    """``x`` and a result ``out`` of its shape as rows along one (collapsed) group of axes:
+    ``rows`` addresses the other axes in both (operands 0 and 1); along a row, element ``j``
+    is at ``j * x_step`` and ``j * out_step`` (``contig``: both steps are 1)."""
+
+    x: View
+    rows: Group
+    n_cols: int
+    x_step: int
+    out_step: int
+
+    @property
+    def contig(self) -> bool:
+        return (self.x_step == 1 and self.out_step == 1) or self.n_cols == 1
+
+
+def axis_rows(ctx: Context, x: View, out: View, axes: Sequence[int]) -> AxisRows:
+    """The rows of ``x`` and ``out`` along ``axes`` (one axis, or axes that collapse into
+    one in ``out``); ``x`` is copied first when its layout does not collapse."""
+    kept = [a for a in range(x.ndim) if a not in axes]
+    rows = group([x.shape[a] for a in kept], [[v.strides[a] for a in kept] for v in (x, out)],
+                 single=False)
+    cols = group([x.shape[a] for a in axes], [[v.strides[a] for a in axes] for v in (x, out)])
+    if rows is None or cols is None or cols.rank == 4:
+        if x.is_contiguous:
+            raise ValueError(f"axes {tuple(axes)} of {out.shape} do not collapse into one")
+        return axis_rows(ctx, elementwise.copy(ctx, x), out, axes)
+    return AxisRows(x, rows, cols.numel, cols.strides[0][3], cols.strides[1][3])
+
+
+def pow2(n: int) -> int:
+    return 1 << max(0, (max(int(n), 1) - 1).bit_length())
+
+
+def tile_elements(ctx: Context) -> int:
+    return TILE_ELEMENTS.get(ctx.target, DEFAULT_TILE_ELEMENTS)
+
+
+def tile_shape(ctx: Context, n_rows: int, n_cols: int, tall: bool) -> tuple[int, int]:
+    """``(ROWS, BLOCK)`` of a cube's tile, always ``tile_elements`` large. Wide (whole rows,
+    or long pieces of them, and as many rows as fit) unless ``tall``: when the rows are the
+    contiguous axis, 32 to 256 rows share the tile so that loads stay coalesced, fewer when
+    that leaves under about 128 cubes. A wide tile depends only on the row length, which keeps
+    the number of kernel specializations small."""
+    limit = tile_elements(ctx)
+    if tall:
+        rows = min(limit // 16, pow2(n_rows), max(32, pow2(n_rows) // 128))
+        return rows, limit // rows
+    block = min(max(pow2(n_cols), 16), limit)
+    return limit // block, block
+
+
+def split_columns(row_tiles: int, n_cols: int, block: int) -> tuple[int, int]:
+    """``(splits, chunk)``: how many cubes share each row and the columns each one reduces.
+    Rows are split only when there are too few row tiles to fill the device, each cube
+    keeping at least four tiles of work."""
+    if row_tiles * 4 >= TARGET_CUBES or n_cols < 8 * block:
+        return 1, max(n_cols, 1)
+    splits = min(math.ceil(TARGET_CUBES / row_tiles), n_cols // (4 * block))
+    chunk = math.ceil(math.ceil(n_cols / splits) / block) * block
+    return math.ceil(n_cols / chunk), chunk
+
+
+def launch_options(ctx: Context, elements: int) -> dict[str, Any]:
+    """Triton launch options for a tile of ``elements``: more warps for wider tiles."""
+    if ctx.target != "triton":
+        return {}
+    return {"num_warps": 4 if elements <= 2048 else 8 if elements <= 4096 else 16}
+
+
+def register(dtype: DType) -> DType:
+    """The dtype a kernel computes ``dtype``'s values in for max/min/argmax: float32 for
+    16-bit floats, int32 for bool and narrow ints."""
+    if dtype.name in ("float16", "bfloat16"):
+        return cube.float32
+    if dtype.is_bool or (dtype.is_int and dtype.bits < 32):
+        return cube.int32
+    return dtype
+
+
+def identity(op: str, dtype: DType) -> Any:
+    """The value ``op`` starts from (and fills masked lanes with) in ``dtype``."""
+    if op in ("sum", "any", "sqdev", "sumexp"):
+        return 0
+    if op in ("prod", "all"):
+        return 1
+    high = op in ("min", "argmin")
+    if dtype.is_float:
+        return math.inf if high else -math.inf
+    info = np.iinfo(dtype.numpy)
+    return info.max if high else info.min

@@ -1,0 +1,137 @@
+"""``softmax`` and ``log_softmax`` along one axis.
+
+The other axes index rows (collapsed as in ``reduce``). A row that fits one tile (up to
+``single_pass_limit`` elements: 16384 on Triton and the CPU, 1024 on WGSL) is read once:
+max, exponentials, their sum and the result come from registers, several short rows per
+cube. Longer rows take two passes: an online max and rescaled sum over the row's tiles,
+then the result tile by tile. Contiguous rows are addressed as ``row_base + arange``; a
+strided axis with contiguous rows (softmax over axis 0) uses tall tiles of many rows.
+
+16-bit floats compute in float32; the result is contiguous, of the input's shape.
+
+Example:
+    >>> y = softmax(ctx, x, 1, False, cube.float32, cube.bfloat16)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+
+import cubepy as cube
+from cubepy.ir.dtypes import DType
+
+from .layout import Context, View
+from .reduce import finite_or_zero
+from .rows import axis_rows, launch_options, pow2, tile_elements, tile_shape
+from .strided import element_offset
+
+SINGLE_PASS_LIMIT = {"wgsl": 1024}
+DEFAULT_SINGLE_PASS_LIMIT = 16384
+
+
+def single_pass_limit(ctx: Context) -> int:
+    """The longest row a cube holds in one tile on ``ctx``'s target."""
+    return SINGLE_PASS_LIMIT.get(ctx.target, DEFAULT_SINGLE_PASS_LIMIT)
+
+
+@cube.func
+def row_offsets(cols, step, CONTIG):
+    if CONTIG:
+        offs = cols
+    else:
+        offs = cols * step
+    return offs
+
+
+@cube.kernel
+def softmax_row_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd3, n_rows,
+                       x_step, out_step, n_cols, out, LOG: cube.Comptime[bool],
+                       CT: cube.Comptime[object], DT: cube.Comptime[object],
+                       ROW_RANK: cube.Comptime[int], CONTIG: cube.Comptime[bool],
+                       ROWS: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
+    row_ok = rows < n_rows
+    x_base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, xs0, xs1, xs2, xs3)
+    out_base = element_offset(rows, ROW_RANK, rd1, rd2, rd3, os0, os1, os2, os3)
+    cols = cube.arange(0, BLOCK)
+    m = row_ok[:, None] & (cols < n_cols)[None, :]
+    v = cube.load(x + x_base[:, None] + row_offsets(cols, x_step, CONTIG)[None, :], mask=m,
+                  other=0).to(CT)
+    v = cube.where(m, v, float("-inf"))
+    shifted = v - cube.max(v, axis=1)[:, None]
+    e = cube.exp(shifted)
+    total = cube.sum(e, axis=1)
+    if LOG:
+        r = shifted - cube.log(total)[:, None]
+    else:
+        r = e / total[:, None]
+    cube.store(out + out_base[:, None] + row_offsets(cols, out_step, CONTIG)[None, :],
+               r.to(DT), mask=m)
+
+
+@cube.kernel
+def softmax_loop_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd3, n_rows,
+                        x_step, out_step, n_cols, out, LOG: cube.Comptime[bool],
+                        CT: cube.Comptime[object], DT: cube.Comptime[object],
+                        ROW_RANK: cube.Comptime[int], CONTIG: cube.Comptime[bool],
+                        ROWS: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
+    row_ok = rows < n_rows
+    x_base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, xs0, xs1, xs2, xs3)
+    out_base = element_offset(rows, ROW_RANK, rd1, rd2, rd3, os0, os1, os2, os3)
+    # pass 1: the running max, and the sum of exponentials rescaled whenever it grows
+    peak = cube.zeros((ROWS,), CT) + float("-inf")
+    total = cube.zeros((ROWS,), CT)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + cube.arange(0, BLOCK)
+        m = row_ok[:, None] & (cols < n_cols)[None, :]
+        v = cube.load(x + x_base[:, None] + row_offsets(cols, x_step, CONTIG)[None, :],
+                      mask=m, other=0).to(CT)
+        v = cube.where(m, v, float("-inf"))
+        new_peak = cube.maximum(peak, cube.max(v, axis=1))
+        shift = finite_or_zero(new_peak)
+        total = total * cube.exp(peak - shift) + cube.sum(cube.exp(v - shift[:, None]), axis=1)
+        peak = new_peak
+    log_total = cube.log(total)
+    # pass 2: the result
+    for start in range(0, n_cols, BLOCK):
+        cols = start + cube.arange(0, BLOCK)
+        m = row_ok[:, None] & (cols < n_cols)[None, :]
+        v = cube.load(x + x_base[:, None] + row_offsets(cols, x_step, CONTIG)[None, :],
+                      mask=m, other=0).to(CT)
+        shifted = v - peak[:, None]
+        if LOG:
+            r = shifted - log_total[:, None]
+        else:
+            r = cube.exp(shifted) / total[:, None]
+        cube.store(out + out_base[:, None] + row_offsets(cols, out_step, CONTIG)[None, :],
+                   r.to(DT), mask=m)
+
+
+def softmax(ctx: Context, x: View, axis: int, log: bool, compute: DType, out_dtype: DType
+            ) -> View:
+    """``softmax`` (or with ``log`` ``log_softmax``) of ``x`` along ``axis``, computed in
+    ``compute`` (float32 or float64), as a contiguous view of ``x``'s shape.
+
+    Example:
+        >>> softmax(ctx, x, -1 % x.ndim, False, cube.float32, cube.float32)  # doctest: +SKIP
+    """
+    out = ctx.new(x.shape, out_dtype)
+    if out.numel == 0:
+        return out
+    layout = axis_rows(ctx, x, out, (axis,))
+    rows, n_cols = layout.rows, layout.n_cols
+    tall = rows.rank == 0 and not layout.contig
+    tile_rows, block = tile_shape(ctx, rows.numel, n_cols, tall)
+    single = block >= n_cols
+    if not tall and pow2(n_cols) <= single_pass_limit(ctx):
+        block = max(pow2(n_cols), 16)
+        tile_rows, single = max(1, tile_elements(ctx) // block), True
+    kernel = softmax_row_kernel if single else softmax_loop_kernel
+    x = layout.x
+    kernel[(math.ceil(rows.numel / tile_rows),)](
+        x.storage, x.offset, *rows.args(0), *rows.args(1), *rows.dim_args, rows.numel,
+        layout.x_step, layout.out_step, n_cols, out.storage, LOG=log, CT=compute,
+        DT=out_dtype, ROW_RANK=rows.rank, CONTIG=layout.contig, ROWS=tile_rows, BLOCK=block,
+        target=ctx.target, **launch_options(ctx, tile_rows * block))
+    return out

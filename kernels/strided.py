@@ -1,0 +1,51 @@
+"""Reading strided views inside kernels: the element offset of a linear index.
+
+Launchers collapse every operand's layout with ``layout.launch_plan`` and pass, per operand,
+its offset and four strides, and once the three inner sizes ``d1, d2, d3``. In the kernel,
+``element_offset`` turns the linear index of a result element (row-major over the collapsed
+shape) into the operand's element offset. ``RANK`` is comptime: 0 (dense) costs nothing,
+and only the axes a layout has are computed.
+
+Example (inside a kernel):
+    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    v = cube.load(x + xo + element_offset(idx, RANK, d1, d2, d3, xs0, xs1, xs2, xs3), idx < n)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cubepy as cube
+
+from .layout import LaunchPart
+
+
+@cube.func
+def element_offset(idx, RANK, d1, d2, d3, s0, s1, s2, s3):
+    # Folded at compile time: RANK picks the arithmetic; 0 is the dense case.
+    if RANK == 0:
+        offset = idx
+    elif RANK == 1:
+        offset = idx * s3
+    elif RANK == 2:
+        offset = (idx // d3) * s2 + (idx % d3) * s3
+    elif RANK == 3:
+        inner = idx % (d2 * d3)
+        offset = (idx // (d2 * d3)) * s1 + (inner // d3) * s2 + (inner % d3) * s3
+    else:
+        plane = d1 * d2 * d3
+        rest = idx % plane
+        inner = rest % (d2 * d3)
+        offset = ((idx // plane) * s0 + (rest // (d2 * d3)) * s1 + (inner // d3) * s2
+                  + (inner % d3) * s3)
+    return offset
+
+
+def operand_args(part: LaunchPart, index: int) -> list[Any]:
+    """Operand ``index``'s kernel arguments for ``part``: its offset and four strides."""
+    return [part.offsets[index], *part.layout.strides[index]]
+
+
+def layout_args(part: LaunchPart) -> list[int]:
+    """The shared kernel arguments of ``part``: the element count and ``d1, d2, d3``."""
+    return [part.numel, *part.layout.dims]

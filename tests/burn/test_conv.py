@@ -1,0 +1,186 @@
+"""Convolution and pooling on every backend against the NumPy reference: strides, padding
+(ints, tuples, 'same', 'valid'), dilation, groups (depthwise too), bias, 1-D and 2-D,
+unbatched inputs, strided views, 0-size batches, the float dtypes, NaN in max pooling and bad
+input.
+
+Inputs are multiples of 1/8 (``dyadic_array``): convolution sums and pooling sums are exact,
+so results match NumPy's whatever the summation order and the default tolerances hold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from optest import check, on, random_tensor, supports
+from util import dyadic_array
+
+import burn
+
+
+def _data(rng: np.random.Generator, shape, dtype: str = "float32") -> np.ndarray:
+    return dyadic_array(rng, shape, dtype)
+
+
+# (input shape, weight shape, keyword arguments)
+CONV2D_CASES = [
+    ((2, 3, 9, 8), (4, 3, 3, 3), {}),
+    ((2, 3, 9, 8), (4, 3, 3, 3), {"stride": 2, "padding": 1}),
+    ((1, 3, 11, 10), (5, 3, 3, 2), {"stride": (2, 1), "padding": (2, 0), "dilation": (1, 2)}),
+    ((2, 4, 7, 7), (6, 2, 3, 3), {"groups": 2, "padding": 1}),
+    ((1, 6, 8, 8), (6, 1, 5, 5), {"groups": 6, "padding": "same"}),   # depthwise
+    ((1, 3, 8, 7), (2, 3, 4, 2), {"padding": "same", "dilation": 2}),  # asymmetric 'same'
+    ((2, 3, 6, 6), (4, 3, 1, 1), {"padding": "valid"}),               # pointwise
+    ((1, 40, 6, 6), (70, 40, 3, 3), {"padding": 1}),  # several channel slices and tiles
+]
+
+
+@pytest.mark.parametrize("case", CONV2D_CASES, ids=lambda c: f"{c[0]}*{c[1]}{c[2]}")
+def test_conv2d(backend, ref, rng, case):
+    x_shape, w_shape, kwargs = case
+    x, w = _data(rng, x_shape), _data(rng, w_shape)
+    bias = _data(rng, w_shape[0])
+    check(lambda b: burn.conv2d(on(b, x), on(b, w), on(b, bias), **kwargs), backend, ref)
+
+
+def test_conv2d_without_bias_unbatched(backend, ref, rng):
+    x, w = _data(rng, (3, 9, 8)), _data(rng, (4, 3, 3, 3))
+    check(lambda b: burn.conv2d(on(b, x), on(b, w), padding=1), backend, ref)
+
+
+def test_conv2d_strided_views(backend, ref, rng):
+    """A channels-last input seen as NCHW, a transposed input and a permuted weight."""
+    x = _data(rng, (2, 9, 8, 3))  # NHWC storage
+    w = _data(rng, (3, 3, 3, 4))  # (KH, KW, C, O) storage
+    bias = _data(rng, 8)
+
+    def op(b):
+        xt = on(b, x).permute(0, 3, 1, 2)
+        wt = on(b, w).permute(3, 2, 0, 1)
+        return (burn.conv2d(xt, wt, on(b, bias)[::2], padding=1),
+                burn.conv2d(xt.transpose(2, 3), wt.flip(3), stride=2))
+    check(op, backend, ref)
+
+
+def test_conv1d(backend, ref, rng):
+    x, w, bias = _data(rng, (2, 4, 13)), _data(rng, (6, 2, 3)), _data(rng, 6)
+    check(lambda b: burn.conv1d(on(b, x), on(b, w), on(b, bias), stride=2, padding=1,
+                                dilation=2, groups=2), backend, ref)
+    check(lambda b: burn.conv1d(on(b, x[0]), on(b, w[:, :, :2]), groups=2, padding="same"),
+          backend, ref)
+
+
+def test_conv_empty_batch(backend, ref, rng):
+    x, w = _data(rng, (0, 3, 5, 5)), _data(rng, (4, 3, 3, 3))
+    check(lambda b: burn.conv2d(on(b, x), on(b, w)), backend, ref)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+def test_dtypes(backend, ref, rng, dtype):
+    """Convolution in each dtype but bfloat16 (whose loads and stores matmul's tests cover:
+    each dtype is a compile on the cpu target) and one pooling kernel per dtype."""
+    if not supports(backend, [dtype]):
+        with pytest.raises(burn.BurnError, match=rf"dtype {dtype} is not supported on the"):
+            on(backend, _data(rng, 3, dtype))
+        return
+    x, w, bias = _data(rng, (2, 3, 7, 6), dtype), _data(rng, (4, 3, 3, 3), dtype), \
+        _data(rng, 4, dtype)
+    if dtype != "bfloat16":
+        check(lambda b: burn.conv2d(on(b, x), on(b, w), on(b, bias), padding=1), backend, ref)
+    pool = {"float16": lambda t: burn.max_pool2d(t, 2), "bfloat16": lambda t: burn.avg_pool2d(
+        t, 3, 2, 1), "float64": lambda t: burn.adaptive_avg_pool2d(t, (3, 2))}[dtype]
+    check(lambda b: pool(on(b, x)), backend, ref)
+
+
+def test_conv_promotes(backend, ref, rng):
+    x, w = _data(rng, (1, 3, 6, 6), "float16"), _data(rng, (2, 3, 3, 3), "float32")
+    check(lambda b: burn.conv2d(on(b, x), on(b, w)), backend, ref)
+    assert burn.conv2d(on(backend, x), on(backend, w)).dtype == burn.float32
+
+
+# (function, kernel_size, keyword arguments)
+POOL2D_CASES = [
+    (burn.max_pool2d, 2, {}),
+    (burn.max_pool2d, 3, {"stride": 2, "padding": 1}),
+    (burn.max_pool2d, (3, 2), {"stride": (1, 2), "padding": (1, 0), "dilation": (2, 1)}),
+    (burn.avg_pool2d, 2, {}),
+    (burn.avg_pool2d, 3, {"stride": 2, "padding": 1}),
+    (burn.avg_pool2d, (2, 3), {"stride": (2, 1), "padding": (1, 1)}),
+]
+
+
+@pytest.mark.parametrize("case", POOL2D_CASES, ids=lambda c: f"{c[0].__name__}{c[1]}{c[2]}")
+def test_pool2d(backend, ref, rng, case):
+    fn, kernel, kwargs = case
+    x = _data(rng, (2, 3, 9, 8))
+    check(lambda b: fn(on(b, x), kernel, **kwargs), backend, ref)
+    check(lambda b: fn(on(b, x[0]), kernel, **kwargs), backend, ref)  # unbatched
+
+
+def test_pool1d(backend, ref, rng):
+    x = _data(rng, (2, 3, 11))
+    check(lambda b: burn.max_pool1d(on(b, x), 3, 2, 1, dilation=2), backend, ref)
+    check(lambda b: burn.avg_pool1d(on(b, x), 4, padding=2), backend, ref)
+    check(lambda b: burn.max_pool1d(on(b, x[0]), 2), backend, ref)
+
+
+def test_pool_strided_views_and_empty(backend, ref, rng):
+    x = _data(rng, (2, 9, 8, 3))  # NHWC storage seen as NCHW
+    check(lambda b: burn.max_pool2d(on(b, x).permute(0, 3, 1, 2), 2, 1), backend, ref)
+    check(lambda b: burn.avg_pool2d(on(b, x).permute(0, 3, 2, 1).flip(2), 3, 1, 1), backend,
+          ref)
+    check(lambda b: burn.max_pool2d(on(b, _data(rng, (0, 3, 4, 4))), 2), backend, ref)
+
+
+def test_max_pool_propagates_nan(backend, ref, rng):
+    x = _data(rng, (1, 2, 6, 6))
+    x[0, 0, 1, 1] = np.nan
+    check(lambda b: burn.max_pool2d(on(b, x), 2), backend, ref)
+    assert np.isnan(burn.max_pool2d(on(backend, x), 2).numpy()[0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("sizes", [((7, 9), (3, 4)), ((6, 6), (1, 1)), ((5, 4), (5, 8)),
+                                   ((7, 9), (None, 2))], ids=str)
+def test_adaptive_avg_pool2d(backend, ref, rng, sizes):
+    x = _data(rng, (2, 3, *sizes[0]))
+    check(lambda b: burn.adaptive_avg_pool2d(on(b, x), sizes[1]), backend, ref)
+
+
+def test_adaptive_avg_pool1d(backend, ref, rng):
+    x = _data(rng, (2, 3, 10))
+    check(lambda b: burn.adaptive_avg_pool1d(on(b, x), 4), backend, ref)
+    check(lambda b: burn.adaptive_avg_pool1d(on(b, x[1]), 3), backend, ref)
+
+
+def test_bad_input(backend, rng):
+    x, w = on(backend, _data(rng, (1, 3, 8, 8))), on(backend, _data(rng, (4, 2, 3, 3)))
+    with pytest.raises(burn.BurnError, match=r"conv2d: input of shape \(1, 3, 8, 8\) and weight "
+                                             r"of shape \(4, 2, 3, 3\) do not fit with groups=1"):
+        burn.conv2d(x, w)
+    with pytest.raises(burn.BurnError, match=r"conv2d: expected a 4-D \(batched\) or 3-D input, "
+                                             r"got shape \(8, 8\)"):
+        burn.conv2d(on(backend, _data(rng, (8, 8))), w)
+    w3 = on(backend, _data(rng, (4, 3, 3, 3)))
+    with pytest.raises(burn.BurnError, match=r"conv2d: bias must be a tensor of shape \(4,\), "
+                                             r"got \(3,\)"):
+        burn.conv2d(x, w3, on(backend, _data(rng, 3)))
+    with pytest.raises(burn.BurnError, match=r"conv2d: the \(dilated\) kernel of size 5 is larger"
+                                             r" than the padded input \(4 \+ 2 \* 0\)"):
+        burn.conv2d(on(backend, _data(rng, (1, 3, 4, 4))), w3, dilation=2)
+    with pytest.raises(burn.BurnError, match=r"conv2d: padding='same' needs stride 1"):
+        burn.conv2d(x, w3, padding="same", stride=2)
+    with pytest.raises(burn.BurnError, match=r"conv2d: needs floating tensors, got int32"):
+        burn.conv2d(on(backend, random_tensor(rng, (1, 3, 8, 8), "int32")), w3.to(burn.int32))
+    with pytest.raises(burn.BurnError, match=r"conv2d: stride must be at least 1, got 0"):
+        burn.conv2d(x, w3, stride=0)
+    with pytest.raises(burn.BurnError, match=r"conv2d: tensors are on different devices"):
+        burn.conv2d(x, on(burn.NumPy(), _data(rng, (4, 3, 3, 3))))
+    with pytest.raises(burn.BurnError, match=r"max_pool2d: padding \(2, 2\) must be at most half "
+                                             r"the kernel size \(3, 3\)"):
+        burn.max_pool2d(x, 3, padding=2)
+    with pytest.raises(burn.BurnError, match=r"avg_pool2d: the \(dilated\) kernel of size 9 is "
+                                             r"larger than the padded input"):
+        burn.avg_pool2d(x, 9)
+    with pytest.raises(burn.BurnError, match=r"max_pool1d: kernel_size must be an int or 1 ints"):
+        burn.max_pool1d(on(backend, _data(rng, (1, 3, 8))), (2, 2))
+    with pytest.raises(burn.BurnError, match=r"adaptive_avg_pool2d: output_size must be positive"):
+        burn.adaptive_avg_pool2d(x, 0)

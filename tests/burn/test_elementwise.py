@@ -1,0 +1,176 @@
+"""Elementwise ops on every backend against the NumPy reference: every unary and binary op,
+broadcasting, non-contiguous views, 0-size and 1-element tensors, the dtype matrix, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from optest import VIEW_KINDS, check, on, random_tensor, strided, supports
+
+import burn
+from kernels import elementwise as kernel_ops
+
+# input ranges where each op is defined and well conditioned
+DOMAIN = {
+    "log": (0.1, 10.0), "log2": (0.1, 10.0), "log10": (0.1, 10.0), "sqrt": (0.1, 10.0),
+    "rsqrt": (0.1, 10.0), "log1p": (-0.9, 10.0), "tan": (-1.2, 1.2), "atan": (-10.0, 10.0),
+    "reciprocal": (0.5, 4.0), "exp": (-5.0, 5.0), "exp2": (-5.0, 5.0), "expm1": (-2.0, 2.0),
+}
+FLOAT_ONLY = set(kernel_ops.FLOAT_UNARY) | {"reciprocal"}
+UNARY = [op for op in kernel_ops.UNARY_OPS if op != "identity"]
+
+
+def _unary_input(rng: np.random.Generator, op: str, shape, dtype: str) -> np.ndarray:
+    low, high = DOMAIN.get(op, (-3.0, 3.0))
+    if dtype in ("int32", "int64", "int8", "int16", "uint8", "uint32", "bool"):
+        return random_tensor(rng, shape, dtype)
+    x = random_tensor(rng, shape, dtype, low, high)
+    if op in ("round", "floor", "ceil", "trunc"):  # exact halves too
+        x[..., :3] = np.array([0.5, 2.5, -1.5], dtype=x.dtype)[: x.shape[-1]]
+    if op in kernel_ops.PREDICATE_UNARY:
+        x[..., :3] = np.array([np.nan, np.inf, -np.inf], dtype=x.dtype)[: x.shape[-1]]
+    return x
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_unary_float32(backend, ref, rng, op):
+    if op == "bitwise_not":
+        x = random_tensor(rng, (37, 5), "int32")
+    else:
+        x = _unary_input(rng, op, (37, 5), "float32")
+    check(lambda b: getattr(burn, op)(on(b, x)), backend, ref)
+
+
+@pytest.mark.parametrize("op", ["exp", "log1p", "expm1", "atan", "tanh", "erf", "sigmoid",
+                                "round", "sign", "softplus"])
+def test_unary_float64(backend, ref, rng, op):
+    if not supports(backend, ["float64"]):
+        pytest.skip("float64 is checked as an explicit error in test_dtype_refused")
+    x = _unary_input(rng, op, (300,), "float64")
+    check(lambda b: getattr(burn, op)(on(b, x)), backend, ref)
+
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint32", "float16", "bfloat16",
+          "float32", "float64"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dtype_matrix(backend, ref, rng, dtype):
+    """Every dtype through a numeric op, a float op, a comparison and a cast."""
+    if not supports(backend, [dtype]):
+        with pytest.raises(burn.BurnError, match=rf"dtype {dtype} is not supported on the"):
+            on(backend, random_tensor(rng, 4, dtype))
+        return
+    x = random_tensor(rng, (9, 7), dtype)
+    y = random_tensor(rng, (7,), dtype)
+    if dtype != "bool":
+        check(lambda b: burn.abs(on(b, x)), backend, ref)
+        check(lambda b: on(b, x) + on(b, y), backend, ref)
+        check(lambda b: burn.maximum(on(b, x), on(b, y)), backend, ref)
+    check(lambda b: burn.exp(on(b, x).to(burn.float32) * 0.1), backend, ref)
+    check(lambda b: on(b, x) < on(b, y), backend, ref)
+    check(lambda b: on(b, x).to(burn.float32), backend, ref)
+
+
+@pytest.mark.parametrize("op", kernel_ops.BINARY_OPS)
+def test_binary_broadcast(backend, ref, rng, op):
+    ints = op in kernel_ops.BITWISE_BINARY or op in ("floor_divide", "remainder")
+    dtype = "int32" if ints else "float32"
+    if op in ("left_shift", "right_shift"):
+        x = random_tensor(rng, (6, 1, 5), dtype, -1000, 1000)
+        y = random_tensor(rng, (4, 1), dtype, 0, 8)
+    elif op == "pow":
+        x = random_tensor(rng, (6, 1, 5), dtype, 0.5, 2.0)
+        y = random_tensor(rng, (4, 1), dtype, -2.0, 2.0)
+    else:
+        x = random_tensor(rng, (6, 1, 5), dtype)
+        y = random_tensor(rng, (4, 1), dtype)
+        if op in ("floor_divide", "remainder"):
+            y[0, 0] = 0  # division by zero gives 0 for integers
+    check(lambda b: getattr(burn, op)(on(b, x), on(b, y)), backend, ref)
+
+
+@pytest.mark.parametrize("op", ["floor_divide", "remainder", "pow"])
+def test_integer_arithmetic(backend, ref, rng, op):
+    x = random_tensor(rng, (50,), "int32", -20, 20)
+    y = random_tensor(rng, (50,), "int32", -4, 5) if op != "pow" else \
+        random_tensor(rng, (50,), "int32", -2, 6)
+    check(lambda b: getattr(burn, op)(on(b, x), on(b, y)), backend, ref)
+
+
+@pytest.mark.parametrize("kind", VIEW_KINDS)
+def test_views_as_operands(backend, ref, rng, kind):
+    x = random_tensor(rng, (8, 6), "float32")
+    y = random_tensor(rng, (8, 6), "float32")
+    check(lambda b: strided(b, x, kind) * strided(b, y, "transposed" if kind != "transposed"
+                                                  else "sliced") + 1.0, backend, ref)
+    check(lambda b: burn.sin(strided(b, x, kind)), backend, ref)
+
+
+def test_high_rank_permutation(backend, ref, rng):
+    """A permutation of 6 axes that no neighbours merge: more than 4 collapsed axes."""
+    x = random_tensor(rng, (2, 3, 2, 3, 2, 3), "float32")
+    check(lambda b: on(b, x).permute(5, 3, 1, 4, 2, 0) * 2.0, backend, ref)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (1,), (1, 1), ()])
+def test_empty_and_single(backend, ref, rng, shape):
+    x = random_tensor(rng, shape, "float32")
+    check(lambda b: burn.exp(on(b, x)) + 1.0, backend, ref)
+    check(lambda b: on(b, x) * on(b, x), backend, ref)
+
+
+def test_scalars_are_weak(backend, ref, rng):
+    xh = random_tensor(rng, (5,), "float16")
+    xi = random_tensor(rng, (5,), "int32")
+    check(lambda b: on(b, xh) * 2.5, backend, ref)
+    check(lambda b: (3 - on(b, xi), on(b, xi) * 2, on(b, xi) / 2, on(b, xi) + 0.5), backend, ref)
+    assert (on(backend, xi) + 1).dtype == burn.int32
+    assert (on(backend, xh) + 1.0).dtype == burn.float16
+    assert (on(backend, xi) + 1.0).dtype == burn.float32
+
+
+def test_where_and_clamp(backend, ref, rng):
+    c = random_tensor(rng, (7, 1), "bool")
+    x = random_tensor(rng, (7, 4), "float32")
+    y = random_tensor(rng, (4,), "int32")
+    check(lambda b: burn.where(on(b, c), on(b, x), on(b, y)), backend, ref)
+    check(lambda b: burn.where(on(b, c), on(b, x), 0.0), backend, ref)
+    check(lambda b: on(b, x).clamp(-0.5, 0.5), backend, ref)
+    check(lambda b: on(b, x).clamp(min=0.0), backend, ref)
+    check(lambda b: on(b, y).clamp(max=2), backend, ref)
+
+
+@pytest.mark.parametrize("src,dst", [("float32", "int32"), ("float32", "float16"),
+                                     ("int32", "float32"), ("float32", "bool"),
+                                     ("bool", "int32"), ("float64", "float32"),
+                                     ("float32", "bfloat16"), ("int64", "int32")])
+def test_casts(backend, ref, rng, src, dst):
+    if not supports(backend, [src, dst]):
+        pytest.skip("dtype refusals are checked in test_dtype_matrix")
+    x = random_tensor(rng, (33,), src)
+    check(lambda b: on(b, x).to(getattr(burn, dst)), backend, ref)
+
+
+def test_operators(backend, ref, rng):
+    x = random_tensor(rng, (4, 5), "float32", 0.5, 2.0)
+    i = random_tensor(rng, (4, 5), "int32", 1, 9)
+    check(lambda b: (-on(b, x), abs(on(b, x)), on(b, x) ** 2, 2 ** on(b, x), 1 / on(b, x),
+                     on(b, x) // 0.3, on(b, x) % 0.3, on(b, x) >= 1.0, on(b, x) != 1.0),
+          backend, ref)
+    check(lambda b: (on(b, i) & 3, on(b, i) | 4, on(b, i) ^ 5, ~on(b, i), on(b, i) << 2,
+                     on(b, i) >> 1, ~(on(b, i) > 3)), backend, ref)
+
+
+def test_bad_input(backend, rng):
+    x = on(backend, random_tensor(rng, (3, 4), "float32"))
+    y = on(backend, random_tensor(rng, (5,), "float32"))
+    with pytest.raises(burn.BurnError, match=r"add: shapes \(3, 4\) and \(5,\) do not broadcast"):
+        x + y
+    with pytest.raises(burn.BurnError, match="bitwise_and: needs integer or bool tensors"):
+        x & x
+    other = burn.from_numpy(np.ones(3, np.float32), backend="numpy")
+    with pytest.raises(burn.BurnError, match="mul: tensors are on different devices"):
+        x[0, :3] * other
+    with pytest.raises(burn.BurnError, match="operands must be tensors or numbers"):
+        x + "1"

@@ -1,0 +1,148 @@
+"""matmul on every backend against the NumPy reference: vectors, matrices and broadcast
+batches, ragged and whole tiles, strided operands (transposed, sliced, flipped, broadcast
+batches), 0-size and 1-element operands, every dtype it takes, promotion, bad input.
+
+Float inputs are multiples of 1/8 (``dyadic_array``): every product and partial sum is exact
+in the accumulator, so results match NumPy's whatever the summation order and the default
+tolerances hold. Shapes are chosen so that few kernel specializations are compiled.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from optest import check, on, random_tensor, strided, supports
+from util import dyadic_array
+
+import burn
+from kernels import matmul as matmul_kernels
+
+
+def _data(rng: np.random.Generator, shape, dtype: str = "float32") -> np.ndarray:
+    if dtype.startswith(("float", "bfloat")):
+        return dyadic_array(rng, shape, dtype)
+    return random_tensor(rng, shape, dtype)
+
+
+SHAPES = [
+    ((37, 29), (29, 41)),          # ragged tiles
+    ((150, 70), (70, 140)),        # several tiles along M, N and K
+    ((128, 64), (64, 128)),        # whole tiles: the mask-free loop
+    ((29,), (29, 41)),             # vector @ matrix
+    ((37, 29), (29,)),             # matrix @ vector
+    ((29,), (29,)),                # vector @ vector: a 0-d result
+    ((2, 1, 5, 7), (3, 7, 4)),     # broadcast batches
+    ((4, 5, 7), (7, 6)),           # batch @ matrix
+    ((7,), (3, 7, 4)),             # vector @ batch
+    ((2, 3, 4, 5, 6), (3, 1, 6, 7)),  # batch axes that do not collapse: several launches
+    ((1, 1), (1, 1)),              # one element
+    ((0, 5), (5, 3)),              # 0-size results
+    ((2, 0, 5), (5, 3)),
+    ((4, 0), (0, 3)),              # K = 0: zeros
+]
+
+
+@pytest.mark.parametrize("shapes", SHAPES, ids=lambda s: f"{s[0]}@{s[1]}")
+def test_matmul_shapes(backend, ref, rng, shapes):
+    a, b = _data(rng, shapes[0]), _data(rng, shapes[1])
+    check(lambda be: burn.matmul(on(be, a), on(be, b)), backend, ref)
+
+
+def test_operator_and_method(backend, ref, rng):
+    a, b = _data(rng, (6, 5)), _data(rng, (5, 3))
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
+    check(lambda be: on(be, a).matmul(on(be, b)), backend, ref)
+
+
+# (kind of A, kind of B): every operand layout the kernel specializes on, without the product
+# of all of them (each pair is a compile on the cpu target)
+VIEW_PAIRS = [("transposed", "contiguous"), ("contiguous", "transposed"),
+              ("sliced", "flipped"), ("flipped", "transposed")]
+
+
+@pytest.mark.parametrize("kinds", VIEW_PAIRS, ids=lambda k: f"{k[0]}-{k[1]}")
+def test_strided_operands(backend, ref, rng, kinds):
+    a, b = _data(rng, (37, 29)), _data(rng, (29, 41))
+    check(lambda be: burn.matmul(strided(be, a, kinds[0]), strided(be, b, kinds[1])),
+          backend, ref)
+
+
+def test_transposed_batches_are_not_copied(backend, ref, rng):
+    """``x @ x.mT`` on a batch: B is a transposed view read in place, and a batch of
+    broadcast (stride 0) matrices."""
+    x = _data(rng, (3, 20, 17))
+    y = _data(rng, (17, 9))
+    check(lambda be: on(be, x) @ on(be, x).transpose(1, 2), backend, ref)
+    check(lambda be: on(be, x) @ on(be, y).expand(3, 17, 9), backend, ref)
+
+
+def test_batches_beyond_one_launch(backend, ref, rng, monkeypatch):
+    """Batches larger than grid axis 1 allows run in chunks (the limit lowered to 3 here)."""
+    monkeypatch.setattr(matmul_kernels, "MAX_GRID_Y", 3)
+    a, b = _data(rng, (7, 5, 6)), _data(rng, (7, 6, 4))
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
+
+
+def test_large_tiles(backend, ref, rng):
+    """Big enough for the cpu target's large tiles."""
+    a, b = _data(rng, (520, 96)), _data(rng, (96, 530))
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int8", "int16", "int32",
+                                   "int64", "uint8", "uint32"])
+def test_dtypes(backend, ref, rng, dtype):
+    a, b = _data(rng, (21, 19), dtype), _data(rng, (19, 13), dtype)
+    if not supports(backend, [dtype]):
+        with pytest.raises(burn.BurnError, match=rf"dtype {dtype} is not supported on the"):
+            on(backend, a)
+        return
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
+
+
+def test_integer_products_wrap_like_numpy(backend, ref, rng):
+    a = random_tensor(rng, (9, 40), "int32", 40000, 50000)
+    b = random_tensor(rng, (40, 5), "int32", 40000, 50000)
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
+
+
+def test_out_dtype(backend, ref, rng):
+    """int8 products kept exact in int32 (values past int8's range)."""
+    if not supports(backend, ["int8"]):
+        pytest.skip("int8 is checked as an explicit error in test_dtypes")
+    a = random_tensor(rng, (21, 19), "int8", -100, 100)
+    b = random_tensor(rng, (19, 13), "int8", -100, 100)
+    check(lambda be: burn.matmul(on(be, a), on(be, b), out_dtype=burn.int32), backend, ref)
+    assert np.abs(burn.matmul(on(backend, a), on(backend, b), out_dtype=burn.int32).numpy()
+                  ).max() > 127
+
+
+def test_promotion(backend, ref, rng):
+    a, b = _data(rng, (6, 5), "int32"), _data(rng, (5, 3), "float32")
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
+    assert (on(backend, a) @ on(backend, b)).dtype == burn.float32
+    h = _data(rng, (6, 5), "float16")
+    check(lambda be: on(be, h) @ on(be, b), backend, ref)
+
+
+def test_bad_input(backend, rng):
+    a, b = on(backend, _data(rng, (3, 4))), on(backend, _data(rng, (5, 2)))
+    with pytest.raises(burn.BurnError, match=r"matmul: shapes \(3, 4\) and \(5, 2\) do not fit"):
+        a @ b
+    with pytest.raises(burn.BurnError, match=r"matmul: shapes \(2, 3, 4\) and \(5, 4, 2\) do "
+                                             r"not broadcast"):
+        burn.matmul(a.reshape(1, 3, 4).expand(2, 3, 4), on(backend, _data(rng, (5, 4, 2))))
+    with pytest.raises(burn.BurnError, match=r"matmul: both operands need at least one "
+                                             r"dimension, got shapes \(\) and \(4,\)"):
+        burn.matmul(on(backend, np.float32(2.0)), on(backend, _data(rng, (4,))))
+    flags = on(backend, np.ones((3, 3), bool))
+    with pytest.raises(burn.BurnError, match=r"matmul: not defined for bool tensors \(shapes "
+                                             r"\(3, 3\) and \(3, 3\)\)"):
+        flags @ flags
+    with pytest.raises(burn.BurnError, match="matmul: out_dtype float64 is not available for "
+                                             "float32"):
+        burn.matmul(a, a.T, out_dtype=burn.float64)
+    with pytest.raises(burn.BurnError, match="matmul: tensors are on different devices"):
+        a @ on(burn.NumPy(), _data(rng, (4, 2)))
+    with pytest.raises(burn.BurnError, match="matmul: operands must be tensors"):
+        burn.matmul(a, 2.0)
