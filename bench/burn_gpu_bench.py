@@ -9,7 +9,7 @@ back-to-back calls lasting at least ~20 ms, after a warm-up that also autotunes)
   ``kernels.matmul.matmul`` on the same storage, and ``torch.matmul`` (cuBLAS); TFLOP/s.
 - softmax (last axis) and layer norm (last axis, with weight and bias) on 8192 x 8192 bf16:
   ``burn`` and torch, as GB/s of one read plus one write, against a device-to-device copy
-  of the same bytes (``torch.Tensor.copy_``).
+  of the same bytes (``torch.Tensor.copy_``); and burn's host cost per call of each.
 """
 
 from __future__ import annotations
@@ -59,6 +59,19 @@ def gpu_seconds(fn: Callable[[], object], min_batch_s: float = 0.02, samples: in
     return statistics.median(times)
 
 
+def host_us(fn: Callable[[], object], calls: int = 300) -> float:
+    """Host microseconds per call: launches queued back to back, synchronized once at the end
+    (when this exceeds an op's GPU time, the op is bound by its host path)."""
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
 def matmul_rows(backend: burn.Backend, n: int) -> dict[str, float]:
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
@@ -101,6 +114,13 @@ def bandwidth_rows(backend: burn.Backend, rows: int, cols: int) -> dict[str, flo
         "torch layer_norm": gpu_seconds(
             lambda: torch.nn.functional.layer_norm(x, (cols,), w, bias)),
     }
+    host = {
+        "burn.softmax": host_us(lambda: burn.softmax(tx, -1)),
+        "burn.layer_norm": host_us(lambda: burn.layer_norm(tx, (cols,), tw, tb)),
+    }
+    for name, us in host.items():
+        print(f"  host cost of {name}: {us:.1f} µs per call (GPU time "
+              f"{seconds[name] * 1e6:.1f} µs)")
     return {name: moved / s / 1e9 for name, s in seconds.items()}
 
 

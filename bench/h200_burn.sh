@@ -3,11 +3,17 @@
 # benchmarks beside the raw kernels and torch, and the matmul autotuning (cold tuning, tuned
 # ratios, the export for autotune_cache/). Run from the repo root on the GPU machine with
 # .whl/ and .gl/ carried (../shared/gpu/fetch-deps.sh); logs go to $OUT.
-#   source .whl/gpu-env.sh && bash bench/h200_burn.sh
+#   source .whl/gpu-env.sh && COLD=1 bash bench/h200_burn.sh
+# COLD=1 starts from empty caches (Triton's, cubepy's, and no shipped autotune_cache/ in this
+# copy of the tree), so the tuning times are those of a first run.
 set -u
 OUT=${OUT:-/tmp/h200-out}
 mkdir -p "$OUT/autotune"
 export TRITON_DEFAULT_FP_FUSION=1 CUBEPY_CACHE_DIR=/tmp/cubepy-cache PYTHONUNBUFFERED=1
+if [ "${COLD:-0}" = 1 ]; then
+  export CUBEPY_CACHE_DIR=$(mktemp -d) TRITON_CACHE_DIR=$(mktemp -d)
+  mv autotune_cache "$(mktemp -d)/"
+fi
 export XDG_RUNTIME_DIR=/tmp/xdg-runtime
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 { date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;

@@ -26,10 +26,6 @@ from .rows import axis_rows, launch_options, pow2, tile_elements
 from .softmax import row_offsets, single_pass_limit
 from .strided import element_offset
 
-# The single-pass kernel runs at most this many cubes, each walking groups of rows: enough
-# to fill a large GPU several times over.
-MAX_ROW_CUBES = 1024
-
 
 @cube.func
 def affine(y, w, wo, b, bo, cols, cm, HAS_W, HAS_B, CT):
@@ -42,47 +38,53 @@ def affine(y, w, wo, b, bo, cols, cm, HAS_W, HAS_B, CT):
 
 
 @cube.func
-def load_affine(p, po, cols, cm, HAS, CT, BLOCK):
-    # a weight or bias row as a (1, BLOCK) tile (a zero tile when absent: folded away)
-    if HAS:
-        r = cube.load(p + po + cols, mask=cm, other=0).to(CT)[None, :]
+def normalize_tile(v, m, n_cols, eps, RMS):
+    # each row of a (ROWS, BLOCK) tile over its statistics (masked entries left out)
+    if RMS:
+        d = v
     else:
-        r = cube.zeros((1, BLOCK), CT)
-    return r
+        d = cube.where(m, v - (cube.sum(v, axis=1) / n_cols)[:, None], 0.0)
+    rstd = cube.rsqrt(cube.sum(d * d, axis=1) / n_cols + eps)
+    return d * rstd[:, None]
 
 
 @cube.kernel
 def norm_row_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd3, n_rows,
-                    x_step, n_cols, w, wo, b, bo, out, eps, n_groups, RMS: cube.Comptime[bool],
+                    x_step, n_cols, w, wo, b, bo, out, eps, RMS: cube.Comptime[bool],
                     HAS_W: cube.Comptime[bool], HAS_B: cube.Comptime[bool],
                     CT: cube.Comptime[object], DT: cube.Comptime[object],
                     ROW_RANK: cube.Comptime[int], CONTIG: cube.Comptime[bool],
                     ROWS: cube.Comptime[int], BLOCK: cube.Comptime[int]):
-    # Each cube loads the weight and bias once and walks groups of ROWS rows: reloading them
-    # per row would add their bytes to every row's (a third more traffic at bf16).
+    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
+    row_ok = rows < n_rows
+    x_base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, xs0, xs1, xs2, xs3)
+    out_base = element_offset(rows, ROW_RANK, rd1, rd2, rd3, os0, os1, os2, os3)
     cols = cube.arange(0, BLOCK)
     cm = cols < n_cols
-    wv = load_affine(w, wo, cols, cm, HAS_W, CT, BLOCK)
-    bv = load_affine(b, bo, cols, cm, HAS_B, CT, BLOCK)
-    for group in range(cube.cube_pos(0), n_groups, cube.cube_count(0)):
-        rows = group * ROWS + cube.arange(0, ROWS)
-        row_ok = rows < n_rows
-        x_base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, xs0, xs1, xs2, xs3)
-        out_base = element_offset(rows, ROW_RANK, rd1, rd2, rd3, os0, os1, os2, os3)
-        m = row_ok[:, None] & cm[None, :]
-        v = cube.load(x + x_base[:, None] + row_offsets(cols, x_step, CONTIG)[None, :], mask=m,
-                      other=0).to(CT)
-        if RMS:
-            d = v
-        else:
-            d = cube.where(m, v - (cube.sum(v, axis=1) / n_cols)[:, None], 0.0)
-        rstd = cube.rsqrt(cube.sum(d * d, axis=1) / n_cols + eps)
-        y = d * rstd[:, None]
-        if HAS_W:
-            y = y * wv
-        if HAS_B:
-            y = y + bv
-        cube.store(out + out_base[:, None] + cols[None, :], y.to(DT), mask=m)
+    m = row_ok[:, None] & cm[None, :]
+    v = cube.load(x + x_base[:, None] + row_offsets(cols, x_step, CONTIG)[None, :], mask=m,
+                  other=0).to(CT)
+    y = affine(normalize_tile(v, m, n_cols, eps, RMS), w, wo, b, bo, cols, cm, HAS_W, HAS_B,
+               CT)
+    cube.store(out + out_base[:, None] + cols[None, :], y.to(DT), mask=m)
+
+
+@cube.kernel
+def norm_dense_kernel(x, xo, out, n_rows, n_cols, w, wo, b, bo, eps, RMS: cube.Comptime[bool],
+                      HAS_W: cube.Comptime[bool], HAS_B: cube.Comptime[bool],
+                      CT: cube.Comptime[object], DT: cube.Comptime[object],
+                      ROWS: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+    # rows stored one after the other: half the arguments of norm_row_kernel (on a GPU the
+    # host cost of a launch grows with them)
+    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
+    cols = cube.arange(0, BLOCK)
+    cm = cols < n_cols
+    m = (rows < n_rows)[:, None] & cm[None, :]
+    offs = rows[:, None] * n_cols + cols[None, :]
+    v = cube.load(x + xo + offs, mask=m, other=0).to(CT)
+    y = affine(normalize_tile(v, m, n_cols, eps, RMS), w, wo, b, bo, cols, cm, HAS_W, HAS_B,
+               CT)
+    cube.store(out + offs, y.to(DT), mask=m)
 
 
 @cube.kernel
@@ -144,13 +146,17 @@ def _normalize(ctx: Context, rms: bool, x: View, k: int, weight: View | None,
     tile_rows = max(1, tile_elements(ctx) // block)
     w = x if weight is None else weight  # an unused argument still needs an array
     b = x if bias is None else bias
-    groups = math.ceil(rows.numel / tile_rows)
-    extra = [groups] if kernel is norm_row_kernel else []
-    cubes = min(groups, MAX_ROW_CUBES) if kernel is norm_row_kernel else groups
-    kernel[(cubes,)](
+    if kernel is norm_row_kernel and x.is_contiguous:  # the last k axes: dense rows
+        norm_dense_kernel[(math.ceil(rows.numel / tile_rows),)](
+            x.storage, x.offset, out.storage, rows.numel, n_cols, w.storage, w.offset,
+            b.storage, b.offset, scalar(eps, compute), RMS=rms, HAS_W=weight is not None,
+            HAS_B=bias is not None, CT=compute, DT=out_dtype, ROWS=tile_rows, BLOCK=block,
+            target=ctx.target, **launch_options(ctx, tile_rows * block))
+        return out
+    kernel[(math.ceil(rows.numel / tile_rows),)](
         x.storage, x.offset, *rows.args(0), *rows.args(1), *rows.dim_args, rows.numel,
         layout.x_step, n_cols, w.storage, w.offset, b.storage, b.offset, out.storage,
-        scalar(eps, compute), *extra, RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None,
+        scalar(eps, compute), RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None,
         CT=compute, DT=out_dtype, ROW_RANK=rows.rank, CONTIG=layout.contig, ROWS=tile_rows,
         BLOCK=block, target=ctx.target, **launch_options(ctx, tile_rows * block))
     return out

@@ -43,6 +43,20 @@ def row_offsets(cols, step, CONTIG):
     return offs
 
 
+@cube.func
+def softmax_tile(v, m, LOG):
+    # each row of a (ROWS, BLOCK) tile; masked entries count as -inf
+    v = cube.where(m, v, float("-inf"))
+    shifted = v - cube.max(v, axis=1)[:, None]
+    e = cube.exp(shifted)
+    total = cube.sum(e, axis=1)
+    if LOG:
+        r = shifted - cube.log(total)[:, None]
+    else:
+        r = e / total[:, None]
+    return r
+
+
 @cube.kernel
 def softmax_row_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd3, n_rows,
                        x_step, out_step, n_cols, out, LOG: cube.Comptime[bool],
@@ -57,16 +71,22 @@ def softmax_row_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, 
     m = row_ok[:, None] & (cols < n_cols)[None, :]
     v = cube.load(x + x_base[:, None] + row_offsets(cols, x_step, CONTIG)[None, :], mask=m,
                   other=0).to(CT)
-    v = cube.where(m, v, float("-inf"))
-    shifted = v - cube.max(v, axis=1)[:, None]
-    e = cube.exp(shifted)
-    total = cube.sum(e, axis=1)
-    if LOG:
-        r = shifted - cube.log(total)[:, None]
-    else:
-        r = e / total[:, None]
     cube.store(out + out_base[:, None] + row_offsets(cols, out_step, CONTIG)[None, :],
-               r.to(DT), mask=m)
+               softmax_tile(v, m, LOG).to(DT), mask=m)
+
+
+@cube.kernel
+def softmax_dense_kernel(x, xo, out, n_rows, n_cols, LOG: cube.Comptime[bool],
+                         CT: cube.Comptime[object], DT: cube.Comptime[object],
+                         ROWS: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+    # rows stored one after the other: five arguments instead of twenty (on a GPU the host
+    # cost of a launch grows with them, and a softmax of 8192 rows takes ~70 us)
+    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
+    cols = cube.arange(0, BLOCK)
+    m = (rows < n_rows)[:, None] & (cols < n_cols)[None, :]
+    offs = rows[:, None] * n_cols + cols[None, :]
+    v = cube.load(x + xo + offs, mask=m, other=0).to(CT)
+    cube.store(out + offs, softmax_tile(v, m, LOG).to(DT), mask=m)
 
 
 @cube.kernel
@@ -129,6 +149,12 @@ def softmax(ctx: Context, x: View, axis: int, log: bool, compute: DType, out_dty
         tile_rows, single = max(1, tile_elements(ctx) // block), True
     kernel = softmax_row_kernel if single else softmax_loop_kernel
     x = layout.x
+    if single and x.is_contiguous and axis == x.ndim - 1:
+        softmax_dense_kernel[(math.ceil(rows.numel / tile_rows),)](
+            x.storage, x.offset, out.storage, rows.numel, n_cols, LOG=log, CT=compute,
+            DT=out_dtype, ROWS=tile_rows, BLOCK=block, target=ctx.target,
+            **launch_options(ctx, tile_rows * block))
+        return out
     kernel[(math.ceil(rows.numel / tile_rows),)](
         x.storage, x.offset, *rows.args(0), *rows.args(1), *rows.dim_args, rows.numel,
         layout.x_step, layout.out_step, n_cols, out.storage, LOG=log, CT=compute,

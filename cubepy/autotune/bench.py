@@ -126,6 +126,14 @@ def to_host(value: Any) -> np.ndarray:
     return np.array(value, copy=True)
 
 
+def observed_copy(value: Any) -> Any:
+    """A copy of an output for comparing candidates: torch tensors stay on their device
+    (copying a large output to the host per candidate took seconds), others go to NumPy."""
+    if type(value).__module__.startswith("torch"):
+        return value.detach().clone()
+    return to_host(value)
+
+
 def _copy(value: Any) -> Any:
     if isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy"):
         return value.copy()
@@ -183,6 +191,11 @@ def compare(reference: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) 
     """
     for name, ref in reference.items():
         out = got.get(name)
+        if out is not None and type(ref).__module__.startswith("torch"):
+            diff = _compare_torch(name, ref, out)
+            if diff is not None:
+                return diff
+            continue
         if out is None or out.shape != ref.shape:
             shape = None if out is None else out.shape
             return f"'{name}': shape {shape} instead of {ref.shape}"
@@ -203,6 +216,45 @@ def compare(reference: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) 
             return (f"'{name}': {count} of {ref.size} elements differ "
                     f"(max abs diff {float(np.nanmax(diff)) if diff.size else 0:.3g})")
     return None
+
+
+def _compare_torch(name: str, ref: Any, out: Any) -> str | None:
+    """``compare`` for two torch tensors, computed on their device."""
+    if tuple(out.shape) != tuple(ref.shape):
+        return f"'{name}': shape {tuple(out.shape)} instead of {tuple(ref.shape)}"
+    tol = tolerance(str(ref.dtype).removeprefix("torch."))
+    if tol is None and not ref.is_floating_point():
+        bad = ref != out
+    else:
+        import torch
+
+        rtol, atol = tol or (1e-4, 1e-5)
+        r, o = ref.double(), out.double()
+        finite = r[torch.isfinite(r)].abs()
+        scale = max(1.0, float(finite.max())) if finite.numel() else 1.0
+        bad = ~torch.isclose(o, r, rtol=rtol, atol=atol * scale, equal_nan=True)
+    count = int(bad.sum())
+    if not count:
+        return None
+    diff = float((ref[bad].double() - out[bad].double()).abs().max())
+    return f"'{name}': {count} of {ref.numel()} elements differ (max abs diff {diff:.3g})"
+
+
+def warm_up_in_parallel(configs: Sequence[Config], run: Callable[[Config], Any],
+                        threads: int = 8) -> None:
+    """Run every candidate once, several at a time, so that their compilations overlap (a
+    GPU kernel's compile is mostly C++ passes and ptxas, which run without the GIL). Outputs
+    are garbage afterwards (the runs raced); errors are left for the checked runs to report."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def quietly(config: Config) -> None:
+        try:
+            run(config)
+        except Exception:  # noqa: BLE001 - reported when the candidate is checked
+            pass
+
+    with ThreadPoolExecutor(max(1, min(threads, len(configs)))) as pool:
+        list(pool.map(quietly, configs))
 
 
 # ---- progress on stderr ----
@@ -325,9 +377,13 @@ def _repeats_per_sample(timer: Timer, once: Callable[[], Any]) -> int:
 def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], Any],
               observe: Callable[[Any], dict[str, np.ndarray]], snapshot: Snapshot,
               timer: Timer, *, warmup: int = 1, rep: int = 10, drop_ratio: float = 1.5,
-              max_seconds: float = 1.0, progress: Progress | None = None) -> list[Outcome]:
-    """Check and time every candidate (see the module docstring); the outcomes, in order."""
+              max_seconds: float = 1.0, progress: Progress | None = None,
+              parallel_warmup: bool = False) -> list[Outcome]:
+    """Check and time every candidate (see the module docstring); the outcomes, in order.
+    ``parallel_warmup`` first compiles the candidates concurrently (``warm_up_in_parallel``)."""
     outcomes = [Outcome(index, cfg) for index, cfg in candidates]
+    if parallel_warmup and len(outcomes) > 1:
+        warm_up_in_parallel([o.config for o in outcomes], run)
     reference: tuple[Outcome, dict[str, np.ndarray]] | None = None
     for done, outcome in enumerate(outcomes, 1):
         snapshot.restore()

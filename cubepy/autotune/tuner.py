@@ -26,9 +26,17 @@ from .. import config as settings_module
 from ..backends.base import TargetInfo
 from ..errors import CubeError, LaunchError
 from ..runtime.jit import OPTIONS, Kernel
-from ..runtime.targets import target_info
+from ..runtime.targets import cuda_available, target_info
 from . import cache
-from .bench import Outcome, Progress, Snapshot, benchmark, describe_best, timer_for, to_host
+from .bench import (
+    Outcome,
+    Progress,
+    Snapshot,
+    benchmark,
+    describe_best,
+    observed_copy,
+    timer_for,
+)
 from .config import Config, configs_checksum
 from .key import Bucket, TuneKey, fingerprint, is_array, make_key, pow2_anchor, resolve_target
 
@@ -231,6 +239,11 @@ class Autotuner:
                 parts.append((name, value.dtype, value.shape, value.strides))
             elif hasattr(value, "__cube_device_array__"):  # always contiguous
                 parts.append((name, type(value), str(value.dtype), tuple(value.shape)))
+            elif type(value).__module__ == "torch" and hasattr(value, "stride"):
+                # CUDA tensors: without this every call would rebuild the full key (tens of
+                # microseconds, more than a skinny matmul's kernel time)
+                parts.append((name, value.dtype, tuple(value.shape), value.stride(),
+                              value.get_device()))
             elif name in self.key:
                 if is_array(value):
                     return None
@@ -299,9 +312,9 @@ class Autotuner:
         snapshot = Snapshot(arrays)
 
         def observe(result: Any) -> dict[str, np.ndarray]:
-            outputs = {name: to_host(value) for name, value in arrays.items()}
+            outputs = {name: observed_copy(value) for name, value in arrays.items()}
             results = result if isinstance(result, (tuple, list)) else [result]
-            outputs.update({f"<return {i}>": to_host(r) for i, r in enumerate(results)
+            outputs.update({f"<return {i}>": observed_copy(r) for i, r in enumerate(results)
                             if is_array(r)})
             return outputs
 
@@ -313,7 +326,8 @@ class Autotuner:
         outcomes = benchmark(candidates, counted, observe, snapshot,
                              timer_for(tune_key.target, list(arrays.values())),
                              warmup=self.warmup, rep=self.rep, drop_ratio=self.drop_ratio,
-                             max_seconds=self.max_seconds, progress=progress)
+                             max_seconds=self.max_seconds, progress=progress,
+                             parallel_warmup=tune_key.target == "triton" and cuda_available())
         snapshot.restore()
         _count(self.stats, "tunings")
         self._report(tune_key, outcomes)

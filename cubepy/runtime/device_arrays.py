@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from typing import Any
 
@@ -23,6 +24,7 @@ def _dtype(dtype: Any) -> dt.DType:
     return dt.from_numpy(np.dtype(dtype))
 
 
+@functools.cache
 def _cuda_library() -> str:
     for name in ("torch", "cupy"):
         if importlib.util.find_spec(name) is not None:

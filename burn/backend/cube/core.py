@@ -79,6 +79,16 @@ class CudaCore(CubeCore):
     def __init__(self) -> None:
         super().__init__()
         self.on_gpu = cube.cuda_available()
+        self._torch_empty: Any = None
+        self._torch_dtypes: dict[str, Any] = {}
+        if self.on_gpu:
+            try:
+                import torch
+            except ImportError:  # CuPy: through cube.empty
+                return
+            self._torch_empty = torch.empty
+            self._torch_dtypes = {name: getattr(torch, name) for name in self.dtypes
+                                  if name != "bool"} | {"bool": torch.bool}
 
     @property
     def device(self) -> str:
@@ -87,7 +97,10 @@ class CudaCore(CubeCore):
     def allocate(self, numel: int, dtype: DType) -> Any:
         if not self.on_gpu:
             return super().allocate(numel, dtype)
-        return cube.empty((numel,), dtype, device="cuda")
+        if self._torch_empty is None:
+            return cube.empty((numel,), dtype, device="cuda")
+        # torch's caching allocator directly: this runs once per op, on its host path
+        return self._torch_empty(numel, dtype=self._torch_dtypes[dtype.name], device="cuda")
 
     def storage_from_numpy(self, flat: np.ndarray) -> Any:
         if not self.on_gpu:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
+
 from ... import config
 from ...errors import CompileError, LaunchError
 from ...ir import Function
@@ -199,7 +201,7 @@ class TritonKernel:
         conversion: the common case, costing about what a hand-written launch costs. False
         sends anything else (or a device mismatch, to be explained) down the full path."""
         device = None
-        for value, arg in zip(self.fn.args, args):
+        for i, (value, arg) in enumerate(zip(self.fn.args, args)):
             if value.type.is_ptr:
                 if not getattr(arg, "is_cuda", False) or type(arg).__module__ != "torch":
                     return False
@@ -209,7 +211,9 @@ class TritonKernel:
                 elif index != device:
                     return False
             elif type(arg) not in (int, float, bool):
-                return False
+                if not isinstance(arg, np.generic):
+                    return False
+                args[i] = arg.item()  # a NumPy scalar (burn passes them): a Python number
         if current_interpret_mode():
             return False
         self.jit_fn[grid](*args, **self.launch_options)
