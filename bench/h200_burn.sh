@@ -20,13 +20,18 @@ mkdir -p -m 700 "$XDG_RUNTIME_DIR"
   python3 -c "import torch, triton, numpy; print('torch', torch.__version__, 'triton',
 triton.__version__, 'numpy', numpy.__version__)"; } 2>&1 | tee "$OUT/burn-gpu-tests.log"
 
-echo "== burn's op suite on the GPU (the Cuda backend: pytest -m gpu tests/burn)"
-python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 tests/burn tests/conformance/test_gpu.py \
-    2>&1 | tee -a "$OUT/burn-gpu-tests.log" | tail -8
+echo "== every GPU test: burn's op suite on the Cuda backend and cubepy's (pytest -m gpu tests)"
+python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 tests 2>&1 \
+    | tee -a "$OUT/burn-gpu-tests.log" | tail -8
 
 echo "== burn benchmarks"
 python3 bench/burn_gpu_bench.py --json "$OUT/burn-gpu-bench.json" 2>&1 \
     | tee "$OUT/burn-gpu-bench.log" | tail -14
+
+echo "== launch host cost and the autotune dispatch (issues 3 and 5)"
+python3 bench/gpu_bench.py --only "launch" --out "$OUT/gpu-bench-launch.json" 2>&1 \
+    | tee "$OUT/gpu-bench-launch.log" | grep "host cost"
+python3 bench/autotune_probe.py 2>&1 | tee "$OUT/autotune-probe.log" | tail -4
 
 echo "== autotune (examples.matmul.matmul_tuned: cold tuning, tuned ratios, export)"
 python3 bench/h200_autotune.py --out "$OUT/autotune" 2>&1 | tail -12

@@ -127,19 +127,21 @@ class Kernel:
     def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
         fast_key = self._fast_key(args, kwargs)
         entry = self._fast.get(fast_key) if fast_key is not None else None
-        if entry is None:
-            try:
-                compiled, bound, _ = self.compiled(args, kwargs)
-            except CompileError as err:
-                raise err.with_traceback(None) from None
-            meta = {name: bound[name] for name in self.comptime}
-            runtime_args = [v for n, v in bound.items() if n not in self.comptime]
-            if fast_key is not None:
-                self._fast[fast_key] = (compiled, meta)
-        else:
-            compiled, meta = entry
-            runtime_args = list(args)
+        if entry is not None:
+            meta, launcher = entry
+            launcher(normalize_grid(grid, meta, self.fn.__name__), list(args))
+            return
+        try:
+            compiled, bound, _ = self.compiled(args, kwargs)
+        except CompileError as err:
+            raise err.with_traceback(None) from None
+        meta = {name: bound[name] for name in self.comptime}
+        runtime_args = [v for n, v in bound.items() if n not in self.comptime]
+        trusted = getattr(compiled, "trusted_launcher", None)
+        launcher = (trusted(list(runtime_args)) if trusted else None) or compiled.launch
         compiled.launch(normalize_grid(grid, meta, self.fn.__name__), runtime_args)
+        if fast_key is not None:  # only after a launch that checked everything succeeded
+            self._fast[fast_key] = (meta, launcher)
 
     def _fast_key(self, args: tuple, kwargs: dict) -> Any:
         """A cheap key for the common launch shape (runtime arguments by position, comptime

@@ -1,0 +1,46 @@
+"""Why a tuned skinny matmul can be slower than its config (exploration; see BENCHMARKS.md).
+
+Times 16x8192x8192 bf16 through ``matmul_tuned`` (the autotune dispatch), the same config
+through ``matmul`` directly, and torch, with triton's do_bench; and the host time per call.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+import triton.testing
+
+sys.path.insert(0, ".")
+from cubepy.autotune import STATS  # noqa: E402
+from examples import matmul as mm  # noqa: E402
+
+m, n, k = 16, 8192, 8192
+a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+mm.matmul_tuned(a, b, c, m, n, k)
+torch.cuda.synchronize()
+best = mm.matmul_tuned.last_config
+print("tunings", STATS.tunings, "config", best)
+kw = best.launch_kwargs()
+config = mm.Config(kw["BM"], kw["BN"], kw["BK"], kw["GROUP"], kw["num_warps"], kw["num_stages"])
+
+
+def host_us(fn, calls=500):
+    fn()
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    e = time.perf_counter() - t
+    torch.cuda.synchronize()
+    return e / calls * 1e6
+
+
+for name, fn in [("matmul_tuned", lambda: mm.matmul_tuned(a, b, c, m, n, k)),
+                 ("matmul(config)", lambda: mm.matmul(a, b, c, config=config)),
+                 ("torch.matmul", lambda: torch.matmul(a, b))]:
+    print(f"{name:<16} do_bench {triton.testing.do_bench(fn, return_mode='median') * 1e3:7.1f} us"
+          f"  host {host_us(fn):6.1f} us/call", flush=True)
