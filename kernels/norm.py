@@ -136,29 +136,34 @@ def _normalize(ctx: Context, rms: bool, x: View, k: int, weight: View | None,
     out = ctx.new(x.shape, out_dtype)
     if out.numel == 0:
         return out
+    weight, bias = _dense(ctx, weight), _dense(ctx, bias)
+    w = x if weight is None else weight  # an unused argument still needs an array
+    b = x if bias is None else bias
+    flags = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "CT": compute,
+             "DT": out_dtype, "target": ctx.target}
+    n_cols = math.prod(x.shape[x.ndim - k:])
+    if x.is_contiguous and pow2(n_cols) <= single_pass_limit(ctx):
+        # the common case straight to its kernel: no layout analysis on the host path
+        block = max(pow2(n_cols), 16)
+        tile_rows = max(1, tile_elements(ctx) // block)
+        n_rows = out.numel // n_cols
+        norm_dense_kernel[(math.ceil(n_rows / tile_rows),)](
+            x.storage, x.offset, out.storage, n_rows, n_cols, w.storage, w.offset,
+            b.storage, b.offset, scalar(eps, compute), ROWS=tile_rows, BLOCK=block, **flags,
+            **launch_options(ctx, tile_rows * block))
+        return out
     layout = axis_rows(ctx, x, out, tuple(range(x.ndim - k, x.ndim)))
     x, rows, n_cols = layout.x, layout.rows, layout.n_cols
-    weight, bias = _dense(ctx, weight), _dense(ctx, bias)
     if pow2(n_cols) <= single_pass_limit(ctx):
         kernel, block = norm_row_kernel, max(pow2(n_cols), 16)
     else:
         kernel, block = norm_loop_kernel, tile_elements(ctx)
     tile_rows = max(1, tile_elements(ctx) // block)
-    w = x if weight is None else weight  # an unused argument still needs an array
-    b = x if bias is None else bias
-    if kernel is norm_row_kernel and x.is_contiguous:  # the last k axes: dense rows
-        norm_dense_kernel[(math.ceil(rows.numel / tile_rows),)](
-            x.storage, x.offset, out.storage, rows.numel, n_cols, w.storage, w.offset,
-            b.storage, b.offset, scalar(eps, compute), RMS=rms, HAS_W=weight is not None,
-            HAS_B=bias is not None, CT=compute, DT=out_dtype, ROWS=tile_rows, BLOCK=block,
-            target=ctx.target, **launch_options(ctx, tile_rows * block))
-        return out
     kernel[(math.ceil(rows.numel / tile_rows),)](
         x.storage, x.offset, *rows.args(0), *rows.args(1), *rows.dim_args, rows.numel,
         layout.x_step, n_cols, w.storage, w.offset, b.storage, b.offset, out.storage,
-        scalar(eps, compute), RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None,
-        CT=compute, DT=out_dtype, ROW_RANK=rows.rank, CONTIG=layout.contig, ROWS=tile_rows,
-        BLOCK=block, target=ctx.target, **launch_options(ctx, tile_rows * block))
+        scalar(eps, compute), ROW_RANK=rows.rank, CONTIG=layout.contig, ROWS=tile_rows,
+        BLOCK=block, **flags, **launch_options(ctx, tile_rows * block))
     return out
 
 

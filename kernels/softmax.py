@@ -139,6 +139,17 @@ def softmax(ctx: Context, x: View, axis: int, log: bool, compute: DType, out_dty
     out = ctx.new(x.shape, out_dtype)
     if out.numel == 0:
         return out
+    n_cols = x.shape[axis]
+    if axis == x.ndim - 1 and x.is_contiguous and pow2(n_cols) <= single_pass_limit(ctx):
+        # the common case straight to its kernel: no layout analysis on the host path
+        block = max(pow2(n_cols), 16)
+        tile_rows = max(1, tile_elements(ctx) // block)
+        n_rows = out.numel // n_cols
+        softmax_dense_kernel[(math.ceil(n_rows / tile_rows),)](
+            x.storage, x.offset, out.storage, n_rows, n_cols, LOG=log, CT=compute,
+            DT=out_dtype, ROWS=tile_rows, BLOCK=block, target=ctx.target,
+            **launch_options(ctx, tile_rows * block))
+        return out
     layout = axis_rows(ctx, x, out, (axis,))
     rows, n_cols = layout.rows, layout.n_cols
     tall = rows.rank == 0 and not layout.contig
@@ -149,12 +160,6 @@ def softmax(ctx: Context, x: View, axis: int, log: bool, compute: DType, out_dty
         tile_rows, single = max(1, tile_elements(ctx) // block), True
     kernel = softmax_row_kernel if single else softmax_loop_kernel
     x = layout.x
-    if single and x.is_contiguous and axis == x.ndim - 1:
-        softmax_dense_kernel[(math.ceil(rows.numel / tile_rows),)](
-            x.storage, x.offset, out.storage, rows.numel, n_cols, LOG=log, CT=compute,
-            DT=out_dtype, ROWS=tile_rows, BLOCK=block, target=ctx.target,
-            **launch_options(ctx, tile_rows * block))
-        return out
     kernel[(math.ceil(rows.numel / tile_rows),)](
         x.storage, x.offset, *rows.args(0), *rows.args(1), *rows.dim_args, rows.numel,
         layout.x_step, layout.out_step, n_cols, out.storage, LOG=log, CT=compute,
