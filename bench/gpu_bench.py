@@ -55,7 +55,10 @@ from examples.matmul import Config  # noqa: E402
 # Tuning lists: short, and picked from a wider sweep on an H200 (Triton 3.6).
 SQUARE_CONFIGS = [Config(128, 256, 64, 8, 8, 3), Config(128, 256, 64, 16, 8, 3),
                   Config(256, 128, 64, 8, 8, 3), Config(128, 256, 32, 8, 8, 4),
-                  Config(128, 128, 64, 8, 4, 4)]
+                  Config(128, 128, 64, 8, 4, 4),
+                  # deeper pipelines and smaller output tiles, for short K (8192x8192x1024)
+                  Config(128, 256, 64, 8, 8, 4), Config(256, 128, 64, 8, 8, 4),
+                  Config(128, 128, 64, 8, 8, 4), Config(128, 128, 128, 8, 8, 3)]
 # 16 rows: one row of tiles; narrow tiles make more cubes (split-K would make more still).
 SMALL_M_CONFIGS = [Config(16, 64, 512, 1, 4, 3), Config(16, 128, 128, 1, 4, 4),
                    Config(16, 32, 128, 1, 2, 6), Config(16, 32, 256, 1, 2, 4)]
