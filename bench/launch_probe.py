@@ -1,0 +1,61 @@
+"""Where the host time of a cached cubepy launch goes on a CUDA GPU (exploration).
+
+Times, per call, the whole launch of a vector add and its parts: the JIT's fast-path key, the
+grid normalization, the interpreter-mode check, and the Triton launch it ends in, beside a
+hand-written ``triton.jit`` kernel's launch.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+import cubepy as cube
+from cubepy.backends.triton.loader import current_interpret_mode
+from cubepy.runtime.jit import normalize_grid
+
+
+@cube.kernel
+def add(x, y, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    m = offs < n
+    cube.store(out + offs, cube.load(x + offs, mask=m) + cube.load(y + offs, mask=m), mask=m)
+
+
+@triton.jit
+def add_triton(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+def per_call_us(fn, calls: int = 20000) -> float:
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
+x = torch.randn(1024, device="cuda")
+y, out = torch.randn_like(x), torch.empty_like(x)
+args, kwargs = (x, y, out, 1024), {"BLOCK": 1024}
+add[(1,)](*args, **kwargs)
+compiled, _, _ = add.compiled(args, dict(kwargs))
+rows = {
+    "cubepy launch": lambda: add[(1,)](x, y, out, 1024, BLOCK=1024),
+    "hand-written triton.jit launch": lambda: add_triton[(1,)](x, y, out, 1024, BLOCK=1024),
+    "our triton.jit function, direct": lambda: compiled.jit_fn[(1, 1, 1)](x, y, out, 1024),
+    "fast-path key": lambda: add._fast_key(args, kwargs),
+    "normalize_grid": lambda: normalize_grid((1,), {}, "add"),
+    "current_interpret_mode": current_interpret_mode,
+}
+for name, fn in rows.items():
+    print(f"{name:<34} {per_call_us(fn):7.2f} µs", flush=True)
