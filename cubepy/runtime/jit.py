@@ -129,7 +129,11 @@ class Kernel:
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is not None:
             meta, launcher = entry
-            launcher(normalize_grid(grid, meta, self.fn.__name__), list(args))
+            if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] >= 0:
+                grid = (grid[0], 1, 1)  # the commonest grid, without normalize_grid's checks
+            else:
+                grid = normalize_grid(grid, meta, self.fn.__name__)
+            launcher(grid, list(args))
             return
         try:
             compiled, bound, _ = self.compiled(args, kwargs)
@@ -147,10 +151,14 @@ class Kernel:
         """A cheap key for the common launch shape (runtime arguments by position, comptime
         ones and options by name), so a cached kernel launches without re-binding its
         arguments; None sends the launch down the full path."""
-        if len(args) != self.runtime_count or not kwargs.keys() <= self.by_name:
+        if len(args) != self.runtime_count:
             return None
+        by_name = self.by_name
+        for name in kwargs:
+            if name not in by_name:
+                return None
         try:
-            key = (tuple(_arg_signature(a) for a in args), tuple(kwargs.items()),
+            key = (tuple([_arg_signature(a) for a in args]), tuple(kwargs.items()),
                    config.generation())
             hash(key)
         except TypeError:
@@ -178,11 +186,11 @@ def _arg_signature(value: Any) -> Any:
         return kind
     if kind is np.ndarray:  # the commonest array: no attribute probing
         return (kind, value.dtype)
+    if kind.__module__ == "torch":  # an int, cheaper than building a torch.device
+        return (kind, value.dtype, value.get_device())
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         raise TypeError("not an array or scalar")  # the full path explains the problem
-    if getattr(value, "is_cuda", False):  # torch: an int, cheaper than building .device
-        return (kind, dtype, value.get_device())
     return (kind, dtype, getattr(value, "device", None))
 
 

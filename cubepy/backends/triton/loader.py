@@ -256,6 +256,9 @@ def current_interpret_mode() -> bool:
         ...     current_interpret_mode()
         True
     """
+    applied = _applied  # one read of a global: no lock on the launch path
+    if applied is not None:
+        return applied
     with _cond:
         if _applied is not None:
             return _applied
