@@ -41,6 +41,7 @@ try:
         current_interpret_mode,
         gpu_driver_available,
         interpret_mode,
+        interpreter_applied,
         load_jit_function,
         should_interpret,
     )
@@ -218,7 +219,7 @@ class TritonKernel:
                 return
             for i in numpy_scalars:
                 args[i] = args[i].item()
-            if current_interpret_mode():  # switched since: the checked path explains
+            if interpreter_applied():  # switched since: the checked path explains
                 self.launch(grid, args)
                 return
             jit_fn[grid](*args, **options)

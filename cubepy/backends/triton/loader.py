@@ -248,6 +248,12 @@ def _apply(enabled: bool) -> None:
     _applied = enabled
 
 
+def interpreter_applied() -> bool:
+    """True when this module has switched ``@triton.jit`` functions to the interpreter (a
+    lock-free read for the launch path; ``current_interpret_mode`` is the full answer)."""
+    return bool(_applied)
+
+
 def current_interpret_mode() -> bool:
     """The mode in force: True when ``@triton.jit`` functions run on the interpreter.
 
