@@ -194,6 +194,10 @@ class LoopEmitter(CpuEmitter):
         elif op.op is Op.ARGREDUCE:
             self.line(f"{self.name(op.result)}_best = {reg(x.type.dtype)}(0)")
             self.line(f"{self.name(op.result)} = np.int32(0)")
+        elif op.attrs["kind"] in ("max", "min") and x.type.dtype.is_float:
+            # the identity, so lanes need no "first lane?" test (which blocks vectorizing)
+            start = "-np.inf" if op.attrs["kind"] == "max" else "np.inf"
+            self.line(f"{self.name(op.result)} = {reg(op.result.type.dtype)}({start})")
         else:
             self.line(f"{self.name(op.result)} = {reg(op.result.type.dtype)}(0)")
 
@@ -222,9 +226,10 @@ class LoopEmitter(CpuEmitter):
             self.line(f"{acc} = {reg(op.result.type.dtype)}({acc} + {value})")
         elif kind in ("max", "min"):
             better = ">" if kind == "max" else "<"
-            # NaN wins, as NumPy's max/min and the tile form's helpers
-            self.line(f"if {first} or {value} {better} {acc} or {value} != {value}: "
-                      f"{acc} = {value}")
+            # NaN wins, as NumPy's max/min and the tile form's helpers; floats start from the
+            # identity (-inf for max), integers from the first lane
+            head = "" if x.type.dtype.is_float else f"{first} or "
+            self.line(f"if {head}{value} {better} {acc} or {value} != {value}: {acc} = {value}")
         else:  # argmax / argmin: the first best lane
             better = ">" if kind == "argmax" else "<"
             self.line(f"if {first} or {value} {better} {acc}_best:")
