@@ -5,6 +5,17 @@ from __future__ import annotations
 import cubepy as cube
 
 
+@cube.func
+def k_slice(a, b, rm, rn, ka, M, N, K):
+    """The tiles of row-major A (M x K) at rows ``rm``, columns ``ka`` and B (K x N) at rows
+    ``ka``, columns ``rn``; 0 past the edges (``a``, ``b``: pointers to their first element)."""
+    a_mask = (rm[:, None] < M) & (ka[None, :] < K)
+    b_mask = (ka[:, None] < K) & (rn[None, :] < N)
+    a_tile = cube.load(a + rm[:, None] * K + ka[None, :], mask=a_mask, other=0)
+    b_tile = cube.load(b + ka[:, None] * N + rn[None, :], mask=b_mask, other=0)
+    return a_tile, b_tile
+
+
 # C (float32) = A @ B for row-major A (M x K) and B (K x N): one cube per BM x BN tile of C,
 # a K loop of dots with masks for ragged edges.
 @cube.kernel
@@ -13,15 +24,8 @@ def matmul_tiled(
 ):
     rm = cube.cube_pos(0) * BM + cube.arange(0, BM)
     rn = cube.cube_pos(1) * BN + cube.arange(0, BN)
-    rk = cube.arange(0, BK)
     acc = cube.zeros((BM, BN), cube.float32)
     for k0 in range(0, K, BK):
-        ka = k0 + rk
-        a_tile = cube.load(
-            a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0
-        )
-        b_tile = cube.load(
-            b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0
-        )
+        a_tile, b_tile = k_slice(a, b, rm, rn, k0 + cube.arange(0, BK), M, N, K)
         acc = cube.dot(a_tile, b_tile, acc=acc)
     cube.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))

@@ -69,17 +69,20 @@ class PyEmitter:
 
     def block(self, block: Block) -> None:
         for op in block.ops:
-            if op.op is Op.YIELD:
-                continue
-            self.source_comment(op)
-            if op.op is Op.FOR:
-                self.emit_for(op)
-            elif op.op is Op.WHILE:
-                self.emit_while(op)
-            elif op.op is Op.IF:
-                self.emit_if(op)
-            else:
-                self.render(op)
+            if op.op is not Op.YIELD:
+                self.emit(op)
+
+    def emit(self, op: Operation) -> None:
+        """One op of a block: its source comment, then control flow or ``render``."""
+        self.source_comment(op)
+        if op.op is Op.FOR:
+            self.emit_for(op)
+        elif op.op is Op.WHILE:
+            self.emit_while(op)
+        elif op.op is Op.IF:
+            self.emit_if(op)
+        else:
+            self.render(op)
 
     def assign_yield(self, block: Block, targets: list[str]) -> None:
         term = block.terminator

@@ -18,7 +18,7 @@ import cubepy as cube
 
 # The subprocess tests import this file alone: make tests/ importable for the shared kernels.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from shared_kernels import matmul_tiled  # noqa: E402
+from shared_kernels import k_slice, matmul_tiled  # noqa: E402
 
 ADD_CONFIGS = [cube.Config(BLOCK=64), cube.Config(BLOCK=128), cube.Config(BLOCK=256)]
 
@@ -73,16 +73,9 @@ def matmul_splitk(
 ):
     rm = cube.cube_pos(0) * BM + cube.arange(0, BM)
     rn = cube.cube_pos(1) * BN + cube.arange(0, BN)
-    rk = cube.arange(0, BK)
     acc = cube.zeros((BM, BN), cube.float32)
     for k0 in range(cube.cube_pos(2) * BK, K, BK * SPLIT_K):
-        ka = k0 + rk
-        a_tile = cube.load(
-            a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0
-        )
-        b_tile = cube.load(
-            b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0
-        )
+        a_tile, b_tile = k_slice(a, b, rm, rn, k0 + cube.arange(0, BK), M, N, K)
         acc = cube.dot(a_tile, b_tile, acc=acc)
     cube.atomic_add(
         c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N)

@@ -45,7 +45,7 @@ def test_unary_float32(backend, ref, rng, op):
                                 "round", "sign", "softplus"])
 def test_unary_float64(backend, ref, rng, op):
     if not supports(backend, ["float64"]):
-        pytest.skip("float64 is checked as an explicit error in test_dtype_refused")
+        pytest.skip("float64 is checked as an explicit error in test_dtype_matrix")
     x = _unary_input(rng, op, (300,), "float64")
     check(lambda b: getattr(burn, op)(on(b, x)), backend, ref)
 

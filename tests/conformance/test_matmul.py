@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shared_kernels import k_slice
 from util import (
     assert_close,
     cdiv,
@@ -137,16 +138,9 @@ def matmul_int8_kernel(
 ):
     rm = cube.cube_pos(0) * BM + cube.arange(0, BM)
     rn = cube.cube_pos(1) * BN + cube.arange(0, BN)
-    rk = cube.arange(0, BK)
     acc = cube.zeros((BM, BN), cube.int32)
     for k0 in range(0, K, BK):
-        ka = k0 + rk
-        a_tile = cube.load(
-            a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0
-        )
-        b_tile = cube.load(
-            b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0
-        )
+        a_tile, b_tile = k_slice(a, b, rm, rn, k0 + cube.arange(0, BK), M, N, K)
         acc += cube.dot(a_tile, b_tile)
     cube.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
@@ -175,22 +169,10 @@ def bmm_kernel(
     batch = cube.cube_pos(2)
     rm = cube.cube_pos(0) * BM + cube.arange(0, BM)
     rn = cube.cube_pos(1) * BN + cube.arange(0, BN)
-    rk = cube.arange(0, BK)
-    a_base = a + batch * M * K
-    b_base = b + batch * K * N
     acc = cube.zeros((BM, BN), cube.float32)
     for k0 in range(0, K, BK):
-        ka = k0 + rk
-        a_tile = cube.load(
-            a_base + rm[:, None] * K + ka[None, :],
-            mask=(rm[:, None] < M) & (ka[None, :] < K),
-            other=0.0,
-        )
-        b_tile = cube.load(
-            b_base + ka[:, None] * N + rn[None, :],
-            mask=(ka[:, None] < K) & (rn[None, :] < N),
-            other=0.0,
-        )
+        a_tile, b_tile = k_slice(a + batch * M * K, b + batch * K * N, rm, rn,
+                                 k0 + cube.arange(0, BK), M, N, K)
         acc = acc + cube.dot(a_tile, b_tile)
     cube.store(
         c + batch * M * N + rm[:, None] * N + rn[None, :],

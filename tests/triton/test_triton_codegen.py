@@ -12,6 +12,7 @@ import ast
 import ml_dtypes
 import numpy as np
 import pytest
+from shared_kernels import k_slice
 
 triton = pytest.importorskip("triton")
 
@@ -27,16 +28,9 @@ def _matmul(
     """C (float16) = A @ B for row-major float16 A (M x K) and B (K x N), a K loop of dots."""
     rm = cube.cube_pos(0) * BM + cube.arange(0, BM)
     rn = cube.cube_pos(1) * BN + cube.arange(0, BN)
-    rk = cube.arange(0, BK)
     acc = cube.zeros((BM, BN), cube.float32)
     for k0 in range(0, K, BK):
-        ka = k0 + rk
-        a_tile = cube.load(
-            a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0
-        )
-        b_tile = cube.load(
-            b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0
-        )
+        a_tile, b_tile = k_slice(a, b, rm, rn, k0 + cube.arange(0, BK), M, N, K)
         acc = cube.dot(a_tile, b_tile, acc=acc)
     cube.store(
         c + rm[:, None] * N + rn[None, :],

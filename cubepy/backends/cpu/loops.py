@@ -154,17 +154,8 @@ class LoopEmitter(CpuEmitter):
         for kind, item in self.plans[id(block)]:
             if kind == "segment":
                 self._segment(item)  # type: ignore[arg-type]
-                continue
-            op: Operation = item  # type: ignore[assignment]
-            self.source_comment(op)
-            if op.op is Op.FOR:
-                self.emit_for(op)
-            elif op.op is Op.WHILE:
-                self.emit_while(op)
-            elif op.op is Op.IF:
-                self.emit_if(op)
             else:
-                self.render(op)
+                self.emit(item)  # type: ignore[arg-type]
 
     def _segment(self, ops: list[Operation]) -> None:
         for op in ops:

@@ -203,15 +203,9 @@ class TritonKernel:
         """A launch function for later calls whose arguments have the kinds, dtypes and
         devices of ``args`` (the JIT's fast-path key guarantees it), skipping the per-argument
         checks of ``launch``; None when ``args`` do not take the GPU fast path at all."""
-        if self.interpret:
+        numpy_scalars = None if self.interpret else self._gpu_fast_args(args)
+        if numpy_scalars is None:
             return None
-        for value, arg in zip(self.fn.args, args):
-            if value.type.is_ptr:
-                if not getattr(arg, "is_cuda", False) or type(arg).__module__ != "torch":
-                    return None
-            elif not isinstance(arg, (int, float, bool, np.generic)):
-                return None
-        numpy_scalars = [i for i, arg in enumerate(args) if isinstance(arg, np.generic)]
         jit_fn, options = self.jit_fn, self.launch_options
 
         def launch(grid: tuple[int, int, int], args: list[Any]) -> None:
@@ -226,26 +220,36 @@ class TritonKernel:
 
         return launch
 
-    def _launch_gpu_fast(self, grid: tuple[int, int, int], args: list[Any]) -> bool:
-        """The launch of torch CUDA tensors and Python scalars on a GPU with no per-argument
-        conversion: the common case, costing about what a hand-written launch costs. False
-        sends anything else (or a device mismatch, to be explained) down the full path."""
+    def _gpu_fast_args(self, args: list[Any]) -> list[int] | None:
+        """Where ``args`` hold NumPy scalars (to pass as Python numbers), when they suit the
+        GPU fast path: torch CUDA tensors on one device and numbers; else None (anything else,
+        or a device mismatch to be explained, takes the full path)."""
         device = None
+        numpy_scalars = []
         for i, (value, arg) in enumerate(zip(self.fn.args, args)):
             if value.type.is_ptr:
                 if not getattr(arg, "is_cuda", False) or type(arg).__module__ != "torch":
-                    return False
+                    return None
                 index = arg.get_device()  # an int: cheaper than building torch.device objects
                 if device is None:
                     device = index
                 elif index != device:
-                    return False
+                    return None
             elif type(arg) not in (int, float, bool):
                 if not isinstance(arg, np.generic):
-                    return False
-                args[i] = arg.item()  # a NumPy scalar (burn passes them): a Python number
-        if current_interpret_mode():
+                    return None
+                numpy_scalars.append(i)  # burn passes them
+        return numpy_scalars
+
+    def _launch_gpu_fast(self, grid: tuple[int, int, int], args: list[Any]) -> bool:
+        """The launch of torch CUDA tensors and numbers on a GPU with no other conversion:
+        the common case, costing about what a hand-written launch costs. False sends anything
+        else down the full path."""
+        numpy_scalars = self._gpu_fast_args(args)
+        if numpy_scalars is None or current_interpret_mode():
             return False
+        for i in numpy_scalars:
+            args[i] = args[i].item()
         self.jit_fn[grid](*args, **self.launch_options)
         return True
 
