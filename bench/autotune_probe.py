@@ -7,12 +7,14 @@ through ``matmul`` directly, and torch, with triton's do_bench; and the host tim
 from __future__ import annotations
 
 import sys
-import time
 
 import torch
 import triton.testing
 
 sys.path.insert(0, ".")
+sys.path.insert(0, "bench")
+from burn_gpu_bench import host_us  # noqa: E402
+
 from cubepy.autotune import STATS  # noqa: E402
 from examples import matmul as mm  # noqa: E402
 
@@ -28,19 +30,8 @@ kw = best.launch_kwargs()
 config = mm.Config(kw["BM"], kw["BN"], kw["BK"], kw["GROUP"], kw["num_warps"], kw["num_stages"])
 
 
-def host_us(fn, calls=500):
-    fn()
-    torch.cuda.synchronize()
-    t = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    e = time.perf_counter() - t
-    torch.cuda.synchronize()
-    return e / calls * 1e6
-
-
 for name, fn in [("matmul_tuned", lambda: mm.matmul_tuned(a, b, c, m, n, k)),
                  ("matmul(config)", lambda: mm.matmul(a, b, c, config=config)),
                  ("torch.matmul", lambda: torch.matmul(a, b))]:
     print(f"{name:<16} do_bench {triton.testing.do_bench(fn, return_mode='median') * 1e3:7.1f} us"
-          f"  host {host_us(fn):6.1f} us/call", flush=True)
+          f"  host {host_us(fn, calls=500):6.1f} us/call", flush=True)

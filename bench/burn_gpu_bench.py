@@ -59,10 +59,11 @@ def gpu_seconds(fn: Callable[[], object], min_batch_s: float = 0.02, samples: in
     return statistics.median(times)
 
 
-def host_us(fn: Callable[[], object], calls: int = 300) -> float:
+def host_us(fn: Callable[[], object], calls: int = 300, warmup: int = 1) -> float:
     """Host microseconds per call: launches queued back to back, synchronized once at the end
     (when this exceeds an op's GPU time, the op is bound by its host path)."""
-    fn()
+    for _ in range(warmup):
+        fn()
     torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(calls):

@@ -7,11 +7,10 @@ hand-written ``triton.jit`` kernel's launch.
 
 from __future__ import annotations
 
-import time
-
 import torch
 import triton
 import triton.language as tl
+from burn_gpu_bench import host_us
 
 import cubepy as cube
 from cubepy.backends.triton.loader import current_interpret_mode
@@ -32,18 +31,6 @@ def add_triton(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
 
 
-def per_call_us(fn, calls: int = 20000) -> float:
-    for _ in range(200):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
-
-
 x = torch.randn(1024, device="cuda")
 y, out = torch.randn_like(x), torch.empty_like(x)
 args, kwargs = (x, y, out, 1024), {"BLOCK": 1024}
@@ -58,4 +45,4 @@ rows = {
     "current_interpret_mode": current_interpret_mode,
 }
 for name, fn in rows.items():
-    print(f"{name:<34} {per_call_us(fn):7.2f} µs", flush=True)
+    print(f"{name:<34} {host_us(fn, calls=20000, warmup=200):7.2f} µs", flush=True)

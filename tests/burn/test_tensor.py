@@ -16,7 +16,7 @@ import burn
 @pytest.mark.parametrize("dtype", ["float32", "int32", "float16", "float64", "bool"])
 def test_creation(backend, ref, dtype):
     if not supports(backend, [dtype]):
-        pytest.skip("dtype refusals are checked in test_elementwise.py::test_dtype_matrix")
+        pytest.skip("dtype refusals are checked in test_pointwise.py::test_dtype_matrix")
     dt = getattr(burn, dtype)
     check(lambda b: burn.full((3, 5), 7, dtype=dt, backend=b), backend, ref)
     check(lambda b: burn.zeros((2, 0), dtype=dt, backend=b), backend, ref)
