@@ -82,11 +82,7 @@ class Context:
 
     def new(self, shape: Sequence[int], dtype: DType) -> View:
         """A fresh contiguous view (contents undefined)."""
-        shape = tuple(int(s) for s in shape)
-        numel = math.prod(shape)
-        check_int32(numel, "a result")
-        return View(self.allocate(max(numel, 1), dtype), 0, shape, contiguous_strides(shape),
-                    dtype)
+        return new_view(self.allocate, shape, dtype, "a result")
 
     def block(self, n: int, largest: int | None = None) -> int:
         """The elements per cube for a 1-D kernel over ``n`` elements on this target."""
@@ -95,6 +91,16 @@ class Context:
 
     def __repr__(self) -> str:
         return f"Context({self.target!r})"
+
+
+def new_view(allocate: Callable[[int, DType], Any], shape: Sequence[int], dtype: DType,
+             what: str) -> View:
+    """A contiguous view of ``shape`` over fresh storage from ``allocate`` (never empty:
+    kernels take its address); ``what`` names it in the int32 size check's error."""
+    shape = tuple(int(s) for s in shape)
+    numel = math.prod(shape)
+    check_int32(numel, what)
+    return View(allocate(max(numel, 1), dtype), 0, shape, contiguous_strides(shape), dtype)
 
 
 def check_int32(numel: int, what: str) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 
 from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
-from kernels.layout import View, check_int32, contiguous_strides
+from kernels.layout import View, check_int32, contiguous_strides, new_view
 
 
 class BurnError(ValueError):
@@ -55,12 +55,8 @@ class Backend(ABC):
 
     def new(self, shape: Sequence[int], dtype: DType) -> View:
         """A fresh contiguous view of ``shape``."""
-        shape = tuple(int(s) for s in shape)
-        numel = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        check_int32(numel, "a tensor")
         self.check_dtype(dtype, "new tensor")
-        return View(self.allocate(max(numel, 1), dtype), 0, shape, contiguous_strides(shape),
-                    dtype)
+        return new_view(self.allocate, shape, dtype, "a tensor")
 
     def from_numpy(self, array: np.ndarray) -> View:
         """A contiguous tensor view holding a copy of ``array``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -13,14 +14,19 @@ from kernels.layout import View
 from ..ops.elementwise import ElementwiseOps
 from .core import NumpyCore, register_dtype
 
-try:
-    from scipy.special import erf as _erf
-except ImportError:  # machines without SciPy: math.erf is correctly rounded
-    _erf = np.vectorize(math.erf, otypes=[np.float64])
+
+@functools.cache
+def _erf() -> Any:
+    # imported on first use: SciPy costs `import burn` a tenth of a second otherwise
+    try:
+        from scipy.special import erf
+    except ImportError:  # machines without SciPy: math.erf is correctly rounded
+        erf = np.vectorize(math.erf, otypes=[np.float64])
+    return erf
 
 
 def _erf_like(v: np.ndarray) -> np.ndarray:
-    return np.asarray(_erf(v)).astype(v.dtype)
+    return np.asarray(_erf()(v)).astype(v.dtype)
 
 
 def _sigmoid(v: np.ndarray) -> np.ndarray:
