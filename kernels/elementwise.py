@@ -102,8 +102,7 @@ def apply_unary(v, OP):
     elif OP == "trunc":
         r = mathlib.trunc(v)
     elif OP == "isnan":
-        # not `v != v`: WGSL lets a compiler assume no NaNs there (lavapipe folds it to false)
-        r = ~(v <= float("inf"))
+        r = v != v
     elif OP == "isinf":
         r = cube.abs(v) == float("inf")
     elif OP == "isfinite":

@@ -35,10 +35,8 @@ def output_position(idx, C, OH, OW):
 
 @cube.func
 def max_step(best, v, m):
-    # NaN wins, as in torch: a NaN tap makes the window's maximum NaN. NaN is spotted by an
-    # ordered comparison with a constant: lavapipe folds the usual `v != v` to false.
-    is_nan = ~(v <= float("inf"))
-    return cube.where(m & ((v > best) | is_nan), v, best)
+    # NaN wins, as in torch: a NaN tap makes the window's maximum NaN
+    return cube.where(m & ((v > best) | (v != v)), v, best)
 
 
 @cube.kernel

@@ -40,8 +40,7 @@ MERGE_BLOCK = 256  # elements per cube of a merge pass
 
 @cube.func
 def is_nan(v):
-    # `v != v` is unordered-equal on some WGSL drivers (false for NaN); `==` is reliable
-    return ~(v == v)
+    return v != v
 
 
 @cube.func
