@@ -16,7 +16,7 @@ from typing import Any
 import cubepy as cube
 from cubepy.ir.dtypes import DType
 
-from .layout import Context, View, scalar
+from .layout import Context, View, register, scalar
 
 
 @cube.kernel
@@ -43,19 +43,13 @@ def eye_kernel(out, n, cols, DT: cube.Comptime[object], BLOCK: cube.Comptime[int
     cube.store(out + idx, cube.where(diagonal, 1, 0).to(DT), mask=idx < n)
 
 
-def _register(dtype: DType) -> DType:
-    if dtype.name in ("float16", "bfloat16"):
-        return cube.float32
-    return dtype if dtype.bits >= 32 or dtype.is_float else cube.int32
-
-
 def full(ctx: Context, shape: Sequence[int], value: Any, dtype: DType) -> View:
     """A tensor of ``shape`` with every element ``value``."""
     out = ctx.new(shape, dtype)
     n = out.numel
     block = ctx.block(n)
-    register = cube.float32 if dtype.is_bool else _register(dtype)
-    fill_kernel[(cube.cdiv(n, block),)](out.storage, n, scalar(value, register), RT=register,
+    value_dtype = cube.float32 if dtype.is_bool else register(dtype)
+    fill_kernel[(cube.cdiv(n, block),)](out.storage, n, scalar(value, value_dtype), RT=value_dtype,
                                         DT=dtype, BLOCK=block, target=ctx.target)
     return out
 
@@ -64,7 +58,7 @@ def _affine(ctx: Context, start: float, step: float, n: int, last: int, stop: fl
             dtype: DType) -> View:
     out = ctx.new((n,), dtype)
     block = ctx.block(n)
-    compute = _register(dtype) if not dtype.is_bool else cube.int32
+    compute = register(dtype)
     affine_kernel[(cube.cdiv(n, block),)](
         out.storage, n, scalar(start, compute), scalar(step, compute), last,
         scalar(stop, compute), CT=compute, DT=dtype, BLOCK=block, target=ctx.target)

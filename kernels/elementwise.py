@@ -19,7 +19,7 @@ import cubepy as cube
 from cubepy.ir.dtypes import DType
 
 from . import mathlib
-from .layout import Context, View, launch_plan, scalar
+from .layout import Context, View, float_register, launch_plan, scalar
 from .strided import element_offset, layout_args, operand_args
 
 FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
@@ -253,11 +253,6 @@ def clamp_kernel(x, xo, xs0, xs1, xs2, xs3, out, oo, n, d1, d2, d3, lo, hi,
     cube.store(out + oo + idx, v.to(DT), mask=m)
 
 
-def _register(dtype: DType) -> DType:
-    """The dtype a kernel computes ``dtype`` in (16-bit floats in float32)."""
-    return cube.float32 if dtype.name in ("float16", "bfloat16") else dtype
-
-
 def unary(ctx: Context, op: str, x: View, compute: DType, out_dtype: DType) -> View:
     """``op`` applied to every element of ``x`` (computed in ``compute``), as ``out_dtype``."""
     if op not in UNARY_OPS:
@@ -267,14 +262,14 @@ def unary(ctx: Context, op: str, x: View, compute: DType, out_dtype: DType) -> V
         n = out.numel
         block = ctx.block(n)
         unary_dense_kernel[(cube.cdiv(n, block),)](
-            x.storage, x.offset, out.storage, n, OP=op, CT=_register(compute), DT=out_dtype,
+            x.storage, x.offset, out.storage, n, OP=op, CT=float_register(compute), DT=out_dtype,
             BLOCK=block, target=ctx.target)
         return out
     for part in launch_plan(x.shape, [x]):
         block = ctx.block(part.numel)
         unary_kernel[(cube.cdiv(part.numel, block),)](
             x.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
-            OP=op, CT=_register(compute), DT=out_dtype, RANK=part.layout.rank, BLOCK=block,
+            OP=op, CT=float_register(compute), DT=out_dtype, RANK=part.layout.rank, BLOCK=block,
             target=ctx.target)
     return out
 
@@ -289,14 +284,14 @@ def binary(ctx: Context, op: str, x: View, y: View, compute: DType, out_dtype: D
         block = ctx.block(n)
         binary_dense_kernel[(cube.cdiv(n, block),)](
             x.storage, x.offset, y.storage, y.offset, out.storage, n, OP=op,
-            CT=_register(compute), DT=out_dtype, BLOCK=block, target=ctx.target)
+            CT=float_register(compute), DT=out_dtype, BLOCK=block, target=ctx.target)
         return out
     for part in launch_plan(x.shape, [x, y]):
         block = ctx.block(part.numel)
         binary_kernel[(cube.cdiv(part.numel, block),)](
             x.storage, *operand_args(part, 0), y.storage, *operand_args(part, 1),
             out.storage, part.out_offset, *layout_args(part),
-            OP=op, CT=_register(compute), DT=out_dtype, RANK=part.layout.rank, BLOCK=block,
+            OP=op, CT=float_register(compute), DT=out_dtype, RANK=part.layout.rank, BLOCK=block,
             target=ctx.target)
     return out
 
@@ -316,7 +311,7 @@ def where(ctx: Context, cond: View, x: View, y: View, out_dtype: DType) -> View:
 def clamp(ctx: Context, x: View, lo: Any, hi: Any, out_dtype: DType) -> View:
     """``x`` limited to ``[lo, hi]`` (either bound may be None)."""
     out = ctx.new(x.shape, out_dtype)
-    compute = _register(out_dtype)
+    compute = float_register(out_dtype)
     for part in launch_plan(x.shape, [x]):
         block = ctx.block(part.numel)
         clamp_kernel[(cube.cdiv(part.numel, block),)](
@@ -329,7 +324,7 @@ def clamp(ctx: Context, x: View, lo: Any, hi: Any, out_dtype: DType) -> View:
 
 def cast(ctx: Context, x: View, dtype: DType) -> View:
     """``x`` converted to ``dtype`` (floats to integers truncate toward zero)."""
-    return unary(ctx, "identity", x, _register(x.dtype) if x.dtype.is_float else x.dtype, dtype)
+    return unary(ctx, "identity", x, float_register(x.dtype), dtype)
 
 
 def copy(ctx: Context, x: View) -> View:

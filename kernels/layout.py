@@ -202,6 +202,19 @@ def _indices(dims: Sequence[int]) -> list[tuple[int, ...]]:
     return result
 
 
+def float_register(dtype: DType) -> DType:
+    """The dtype kernels compute ``dtype`` in: float32 for 16-bit floats, else ``dtype``."""
+    return cube.float32 if dtype.name in ("float16", "bfloat16") else dtype
+
+
+def register(dtype: DType) -> DType:
+    """``float_register``, and int32 for bool and integers narrower than 32 bits (for
+    arithmetic and comparisons that must not wrap at 8 or 16 bits)."""
+    if dtype.is_bool or (dtype.is_int and dtype.bits < 32):
+        return cube.int32
+    return float_register(dtype)
+
+
 def scalar(value: Any, dtype: DType) -> Any:
     """``value`` as a NumPy scalar of ``dtype``'s register type, for a kernel argument (a
     float16/bfloat16 scalar travels as float32, as kernels compute those in float32)."""

@@ -31,12 +31,11 @@ from dataclasses import dataclass
 import cubepy as cube
 from cubepy.ir.dtypes import DType
 
-from .layout import Context, View, scalar
+from .layout import Context, View, register, scalar
 from .rows import (
     RowProblem,
     identity,
     launch_options,
-    register,
     row_problem,
     split_columns,
     tile_shape,

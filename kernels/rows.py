@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-import cubepy as cube
 from cubepy.ir.dtypes import DType
 
 from . import elementwise
@@ -173,16 +172,6 @@ def launch_options(ctx: Context, elements: int) -> dict[str, Any]:
     if ctx.target != "triton":
         return {}
     return {"num_warps": 4 if elements <= 2048 else 8 if elements <= 4096 else 16}
-
-
-def register(dtype: DType) -> DType:
-    """The dtype a kernel computes ``dtype``'s values in for max/min/argmax: float32 for
-    16-bit floats, int32 for bool and narrow ints."""
-    if dtype.name in ("float16", "bfloat16"):
-        return cube.float32
-    if dtype.is_bool or (dtype.is_int and dtype.bits < 32):
-        return cube.int32
-    return dtype
 
 
 def identity(op: str, dtype: DType) -> Any:

@@ -31,7 +31,7 @@ import numpy as np
 
 from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
-from kernels.rows import register
+from kernels.layout import register
 
 from ..backend.base import Backend, BurnError
 from .tensor import Tensor, normalize_axes, normalize_axis, same_backend, tensor_method

@@ -7,14 +7,14 @@ from typing import Any
 import numpy as np
 
 from cubepy.ir.dtypes import DType
-from kernels.layout import View
+from kernels.layout import View, float_register
 
 from ..base import Backend, strided_numpy
 
 
 def register_dtype(dtype: DType) -> np.dtype:
     """The NumPy dtype the reference computes ``dtype`` in (16-bit floats in float32)."""
-    return np.dtype(np.float32) if dtype.name in ("float16", "bfloat16") else dtype.numpy
+    return float_register(dtype).numpy
 
 
 class NumpyCore(Backend):
