@@ -57,9 +57,7 @@ def unary_dtypes(op: str, dtype: DType) -> tuple[str, DType, DType]:
     if op in kernel_ops.NUMERIC_UNARY:
         if dtype.is_bool:
             raise BurnError(f"{op}: not defined for bool tensors; cast with .to(burn.int32)")
-        if op in ("neg", "sign") and dtype.kind == "u":
-            return op, dtype, dtype  # wraps around, as NumPy does
-        return op, dtype, dtype
+        return op, dtype, dtype  # unsigned neg wraps around, as NumPy's does
     raise BurnError(f"unknown unary op {op!r}")
 
 

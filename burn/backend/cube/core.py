@@ -32,18 +32,12 @@ class CubeCore(Backend):
         return host_pool().empty(numel, dtype.numpy)
 
     def storage_from_numpy(self, flat: np.ndarray) -> Any:
-        storage = self.allocate(flat.size, _dtype_of(flat))
+        storage = host_pool().empty(flat.size, flat.dtype)
         storage[...] = flat
         return storage
 
     def storage_to_numpy(self, storage: Any, dtype: DType) -> np.ndarray:
         return storage
-
-
-def _dtype_of(flat: np.ndarray) -> DType:
-    from cubepy.ir import dtypes as dt
-
-    return dt.from_numpy(flat.dtype)
 
 
 class WgpuCore(CubeCore):
@@ -53,12 +47,7 @@ class WgpuCore(CubeCore):
 
     def __init__(self) -> None:
         super().__init__()
-        self.dtypes = frozenset(self._wgsl_dtypes())
-
-    @staticmethod
-    def _wgsl_dtypes() -> set[str]:
-        return {d.name if hasattr(d, "name") else str(d)
-                for d in cube.target_info("wgsl").dtypes} | {"bool"}
+        self.dtypes = frozenset(cube.target_info("wgsl").dtypes)  # what this adapter offers
 
     def allocate(self, numel: int, dtype: DType) -> Any:
         return cube.empty((numel,), dtype, device="wgpu")
