@@ -45,7 +45,8 @@ def softmax_body(x, out, n_cols, stride, BLOCK: cube.Comptime[int]):
 
 
 # C = A @ B for row-major A (M, K), B (K, N), C (M, N); one cube per (BLOCK_M, BLOCK_N) tile of
-# C, accumulating over K in BLOCK_K steps.
+# C, accumulating over K in BLOCK_K steps. EVEN (every tile whole) drops the masks, as
+# kernels/matmul.py does: on the cpu target they are tiles of their own, made every step.
 def matmul_body(
     a,
     b,
@@ -59,6 +60,7 @@ def matmul_body(
     BLOCK_M: cube.Comptime[int],
     BLOCK_N: cube.Comptime[int],
     BLOCK_K: cube.Comptime[int],
+    EVEN: cube.Comptime[bool] = False,
 ):
     rm = cube.cube_pos(0) * BLOCK_M + cube.arange(0, BLOCK_M)
     rn = cube.cube_pos(1) * BLOCK_N + cube.arange(0, BLOCK_N)
@@ -66,16 +68,14 @@ def matmul_body(
     acc = cube.zeros((BLOCK_M, BLOCK_N), cube.float32)
     for k0 in range(0, K, BLOCK_K):
         ka = k0 + rk
-        a_tile = cube.load(
-            a + rm[:, None] * stride_am + ka[None, :],
-            mask=(rm[:, None] < M) & (ka[None, :] < K),
-            other=0.0,
-        )
-        b_tile = cube.load(
-            b + ka[:, None] * stride_bk + rn[None, :],
-            mask=(ka[:, None] < K) & (rn[None, :] < N),
-            other=0.0,
-        )
+        a_ptrs = a + rm[:, None] * stride_am + ka[None, :]
+        b_ptrs = b + ka[:, None] * stride_bk + rn[None, :]
+        if EVEN:
+            a_tile = cube.load(a_ptrs)
+            b_tile = cube.load(b_ptrs)
+        else:
+            a_tile = cube.load(a_ptrs, mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+            b_tile = cube.load(b_ptrs, mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = cube.dot(a_tile, b_tile, acc)
     cube.store(
         c + rm[:, None] * stride_cm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N)
@@ -142,7 +142,8 @@ def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None, *,
     matmul_kernel[grid](
         a, b, out, m, n, k,
         a.strides[0] // a.itemsize, b.strides[0] // b.itemsize, out.strides[0] // out.itemsize,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **_options(target),
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, EVEN=m % bm == 0 and n % bn == 0 and k % bk == 0,
+        **_options(target),
     )
     return out
 

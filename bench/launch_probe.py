@@ -36,13 +36,21 @@ y, out = torch.randn_like(x), torch.empty_like(x)
 args, kwargs = (x, y, out, 1024), {"BLOCK": 1024}
 add[(1,)](*args, **kwargs)
 compiled, _, _ = add.compiled(args, dict(kwargs))
+_, trusted = next(iter(add._fast.values()))
+launch = add[(1,)]
 rows = {
     "cubepy launch": lambda: add[(1,)](x, y, out, 1024, BLOCK=1024),
     "hand-written triton.jit launch": lambda: add_triton[(1,)](x, y, out, 1024, BLOCK=1024),
     "our triton.jit function, direct": lambda: compiled.jit_fn[(1, 1, 1)](x, y, out, 1024),
+    "  the same with our launch options": lambda: compiled.jit_fn[(1, 1, 1)](
+        x, y, out, 1024, **compiled.launch_options),
+    "trusted launcher (after the key)": lambda: trusted((1, 1, 1), [x, y, out, 1024]),
+    "launch with kernel[grid] held": lambda: launch(x, y, out, 1024, BLOCK=1024),
+    "kernel[grid]": lambda: add[(1,)],
     "fast-path key": lambda: add._fast_key(args, kwargs),
     "normalize_grid": lambda: normalize_grid((1,), {}, "add"),
     "current_interpret_mode": current_interpret_mode,
 }
+print(f"launch options: {compiled.launch_options}")
 for name, fn in rows.items():
     print(f"{name:<34} {host_us(fn, calls=20000, warmup=200):7.2f} µs", flush=True)

@@ -7,6 +7,8 @@ environment and call ``reload()``.
   ``cpu:debug``, ``triton``, ``wgsl``.
 - ``CUBEPY_DEBUG`` (bool, 0): run the ``cpu`` target's generated code without Numba, so
   ``print``, ``device_print`` and ``pdb`` work inside kernels.
+- ``CUBEPY_CPU_NATIVE`` (bool, 1): keep each compiled ``cpu`` kernel as a native image that
+  later processes load without starting Numba; 0 runs every kernel through Numba's dispatcher.
 - ``CUBEPY_CACHE_DIR`` (path, ``$XDG_CACHE_HOME/cubepy`` or ``~/.cache/cubepy``): generated
   source, Numba binaries, the Triton cache and autotune results.
 - ``CUBEPY_VERIFY`` (bool, 0): run the IR verifier after every pass.
@@ -65,6 +67,7 @@ class Settings:
 
     target: str | None
     debug: bool
+    cpu_native: bool
     cache_dir: Path
     verify: bool
     autotune: bool
@@ -91,6 +94,7 @@ def reload() -> Settings:
     _settings = Settings(
         target=os.environ.get("CUBEPY_TARGET") or None,
         debug=_flag("CUBEPY_DEBUG", False),
+        cpu_native=_flag("CUBEPY_CPU_NATIVE", True),
         cache_dir=_cache_dir(),
         verify=_flag("CUBEPY_VERIFY", False),
         autotune=_flag("CUBEPY_AUTOTUNE", True),

@@ -105,8 +105,8 @@ class PyEmitter:
         lb, ub, step, *inits = op.operands
         (body,) = op.regions
         carried = self.carried_names(op)
-        for name, init in zip(carried, inits):
-            self.line(f"{name} = {self.ref(init)}")
+        for slot, (name, init) in enumerate(zip(carried, inits)):
+            self.line(f"{name} = {self.carried_init(op, slot, init)}")
         for arg, name in zip(body.args[1:], carried):
             self.alias(arg, name)
         iv = body.args[0]
@@ -119,6 +119,10 @@ class PyEmitter:
         if not body.ops or all(o.op is Op.YIELD for o in body.ops):
             self.line("pass")
         self.depth -= 1
+
+    def carried_init(self, op: Operation, slot: int, init: Value) -> str:
+        """Hook: the expression a loop's carried variable ``slot`` starts from."""
+        return self.ref(init)
 
     def loop_index(self, iv: Value) -> str:
         return self.name(iv)

@@ -42,6 +42,7 @@ class Kernel:
                          if is_comptime_annotation(p.annotation)}
         self._compiled: dict[Any, Any] = {}
         self._fast: dict[Any, Any] = {}
+        self._launchers: dict[tuple, Callable[..., None]] = {}
         names = list(self.signature.parameters)
         runtime = [n for n in names if n not in self.comptime]
         # the fast path applies when the runtime parameters come first, in order
@@ -57,11 +58,31 @@ class Kernel:
                         f"{self.fn.__name__}[(cubes,)](...)")
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
+        launch = self._launchers.get(grid) if type(grid) is tuple else None
+        if launch is not None:
+            return launch
+        simple = type(grid) is tuple and 1 <= len(grid) <= 3 and all(
+            type(g) is int and g >= 0 for g in grid)
+        grid3 = grid + (1,) * (3 - len(grid)) if simple else None
+        fast, fast_key = self._fast, self._fast_key
+
         def launch(*args: Any, **kwargs: Any) -> None:
             try:
+                if grid3 is not None:  # a cached kernel on a plain grid: straight to its launcher
+                    key = fast_key(args, kwargs)
+                    try:
+                        entry = fast.get(key) if key is not None else None
+                    except TypeError:  # an unhashable comptime value: the full path
+                        entry = None
+                    if entry is not None:
+                        entry[1](grid3, list(args))
+                        return
                 self.launch(grid, args, kwargs)
             except LaunchError as err:
                 raise err.located(caller_loc(2)) from None
+
+        if simple and len(self._launchers) < 64:
+            self._launchers[grid] = launch  # the same few grids launch again and again
         return launch
 
     # ---- binding ----
@@ -126,7 +147,10 @@ class Kernel:
 
     def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
         fast_key = self._fast_key(args, kwargs)
-        entry = self._fast.get(fast_key) if fast_key is not None else None
+        try:  # the key's one hashing: an unhashable comptime value sends it the full way
+            entry = self._fast.get(fast_key) if fast_key is not None else None
+        except TypeError:
+            fast_key = entry = None
         if entry is not None:
             meta, launcher = entry
             if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] >= 0:
@@ -150,20 +174,26 @@ class Kernel:
     def _fast_key(self, args: tuple, kwargs: dict) -> Any:
         """A cheap key for the common launch shape (runtime arguments by position, comptime
         ones and options by name), so a cached kernel launches without re-binding its
-        arguments; None sends the launch down the full path."""
-        if len(args) != self.runtime_count:
+        arguments; None (or an unhashable key) sends the launch down the full path. Written
+        for speed: it runs on every launch (see bench/launch_probe.py)."""
+        if len(args) != self.runtime_count or not self.by_name.issuperset(kwargs):
             return None
-        by_name = self.by_name
-        for name in kwargs:
-            if name not in by_name:
-                return None
-        try:
-            key = (tuple([_arg_signature(a) for a in args]), tuple(kwargs.items()),
-                   config.generation())
-            hash(key)
-        except TypeError:
-            return None
-        return key
+        signature: list[Any] = []
+        append = signature.append
+        for value in args:
+            kind = type(value)
+            if kind is _torch_tensor:  # dtype and device index, flat: no tuple to hash
+                append(value.dtype)
+                append(value.get_device())
+            elif kind is int:
+                append(-(2**31) <= value < 2**31)  # int32 or int64
+            elif kind is float or kind is bool:
+                append(kind)
+            elif kind is np.ndarray:
+                append(value.dtype)
+            else:
+                append(_array_signature(value))
+        return (*signature, *kwargs.items(), config.generation())
 
     def source(self, target: str, *args: Any, **kwargs: Any) -> str:
         """The generated source for ``target`` (``"cpu"``, ``"triton"``, ``"wgsl"``)."""
@@ -177,20 +207,23 @@ class Kernel:
         return print_function(self.build(params))
 
 
-def _arg_signature(value: Any) -> Any:
-    """What about an argument can change the compiled kernel: its kind, dtype and place."""
+# torch.Tensor once a launch has seen one (torch is never imported here): the fast key's
+# first test, as GPU launches pass tensors
+_torch_tensor: Any = None
+
+
+def _array_signature(value: Any) -> Any:
+    """What about an array (other than a NumPy array or a plain torch tensor, which the fast
+    key reads inline) can change the compiled kernel: its kind, dtype and place."""
+    global _torch_tensor
     kind = type(value)
-    if kind is int:
-        return (kind, -(2**31) <= value < 2**31)
-    if kind is float or kind is bool:
-        return kind
-    if kind is np.ndarray:  # the commonest array: no attribute probing
-        return (kind, value.dtype)
     if kind.__module__ == "torch":  # an int, cheaper than building a torch.device
+        if kind.__name__ == "Tensor":
+            _torch_tensor = kind
         return (kind, value.dtype, value.get_device())
     dtype = getattr(value, "dtype", None)
     if dtype is None:
-        raise TypeError("not an array or scalar")  # the full path explains the problem
+        return {}  # unhashable: not an array or scalar, so the full path explains the problem
     return (kind, dtype, getattr(value, "device", None))
 
 

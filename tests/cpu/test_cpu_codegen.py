@@ -1,5 +1,6 @@
 """The cpu target's two code shapes: lane loops for kernels on 1-D tiles, NumPy tile
-operations otherwise; and the integer wraparound both must keep."""
+operations otherwise; the integer wraparound both must keep; and K loops whose dot products
+accumulate in place without changing any other tile."""
 
 from __future__ import annotations
 
@@ -45,6 +46,22 @@ def wrap_kernel(x, y, out, BLOCK: cube.Comptime[int]):
     cube.store(out + idx, (a + b) >> 8)
 
 
+@cube.kernel
+def dot_from_a_kept_tile(a, b, start, out, STEPS: cube.Comptime[int], K: cube.Comptime[int]):
+    """The loop's initial accumulator is a tile used again after the loop (and through a
+    reshape, a view of it), so an in-place sum must start from a copy."""
+    r = cube.arange(0, K)
+    square = r[:, None] * K + r[None, :]
+    a_tile = cube.load(a + square)
+    b_tile = cube.load(b + square)
+    first = cube.load(start + r)
+    init = cube.reshape(first, (K, 1)) + cube.zeros((K, K), cube.float32)
+    acc = init
+    for _ in range(STEPS):
+        acc = cube.dot(a_tile, b_tile, acc)
+    cube.store(out + square, acc + init)
+
+
 def _source(kernel, *args, **comptime) -> str:
     return kernel.source("cpu", *args, **comptime)
 
@@ -86,3 +103,24 @@ def test_uint32_wraps_in_the_tile_form(target):
     out = np.zeros(16, np.uint32)
     wrap_kernel[(1,)](x, x, out, BLOCK=16, target=target)
     np.testing.assert_array_equal(out, (x + x) >> 8)
+
+
+def _dot_args(rng, k: int = 16):
+    a = rng.standard_normal((k, k)).astype(np.float32)
+    b = rng.standard_normal((k, k)).astype(np.float32)
+    start = rng.standard_normal(k).astype(np.float32)
+    return a, b, start, np.full((k, k), np.nan, np.float32)
+
+
+def test_a_k_loop_accumulates_in_place(rng):
+    source = _source(dot_from_a_kept_tile, *_dot_args(rng), STEPS=3, K=16)
+    assert "+= product_0" in source and "np.copy(" in source
+
+
+@pytest.mark.parametrize("target", ["cpu", "cpu:debug"])
+def test_in_place_accumulation_leaves_the_initial_tile_alone(target, rng):
+    a, b, start, out = _dot_args(rng)
+    dot_from_a_kept_tile[(1,)](a, b, start, out, STEPS=3, K=16, target=target)
+    init = np.broadcast_to(start.astype(np.float64)[:, None], (16, 16))
+    expected = 2 * init + 3 * (a.astype(np.float64) @ b)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)

@@ -24,6 +24,7 @@ from ...ir import Function, Op, walk
 from ...ir import dtypes as dt
 from ..base import TargetInfo, check_supported
 from ..hostarrays import host_view
+from . import native
 from .codegen import generate
 
 VERSION = "1"  # bump when generated code changes meaning, to orphan old cache files
@@ -72,46 +73,108 @@ def _import(path: Path) -> Any:
 
 
 class CpuKernel:
-    """One specialization compiled for the CPU."""
+    """One specialization compiled for the CPU: a native image when it has one (see
+    ``native.py``: no Numba in the process), else Numba's dispatcher over the generated code."""
 
     def __init__(self, fn: Function, debug: bool):
         self.fn = fn
         self.debug = debug
         self.source = generate(fn, debug)
         self.path = _write_module(self.source, debug)
-        module = _import(self.path)
-        self.grid_fn = getattr(module, f"{fn.name}_grid")
+        self._grid_fn: Any = None
         self.has_dot = any(op.op is Op.DOT for op in walk(fn.body))
         # per argument: None for an array, else the NumPy scalar type it is passed as
         self.scalar_types = [None if v.type.is_ptr else np.dtype(_register_dtype(v.type.dtype)).type
                              for v in fn.args]
+        self.kinds = [native.array_kind(_storage_dtype(v.type.dtype)) if v.type.is_ptr
+                      else native.scalar_kind(scalar) for v, scalar in zip(fn.args,
+                                                                          self.scalar_types)]
+        self.entry = None if debug or not config.settings().cpu_native else self._native_entry()
+
+    @property
+    def grid_fn(self) -> Any:
+        """The generated module's grid function (importing it starts Numba)."""
+        if self._grid_fn is None:
+            self._grid_fn = getattr(_import(self.path), f"{self.fn.name}_grid")
+        return self._grid_fn
+
+    def _native_entry(self) -> Any:
+        """Loads the kernel's image, building it first if this process is the first to ask;
+        None when the kernel cannot have one (the reason is kept in a ``.numba`` file)."""
+        stem = f"{self.path.stem}.{native.host_tag()}"
+        image_path = self.path.with_name(stem + ".native")
+        refusal_path = self.path.with_name(stem + ".numba")
+        if refusal_path.exists():
+            return None
+        if image_path.exists():
+            try:
+                return native.load(image_path.read_bytes())
+            except (OSError, ValueError, RuntimeError):
+                pass  # unreadable or from another build: make it again below
+        try:
+            image = native.build(self.grid_fn, self.kinds, f"cubepy_entry_{self.path.stem}")
+        except (native.NoImage, RuntimeError, AttributeError) as why:
+            # AttributeError/RuntimeError: an llvmlite without the API or that rejects the
+            # module; the kernel still runs, through Numba, and the file says why
+            _write_atomic(refusal_path, str(why).encode())
+            return None
+        _write_atomic(image_path, image)
+        return native.load(image)
 
     def launch(self, grid: tuple[int, int, int], args: list[Any]) -> None:
         if grid[0] * grid[1] * grid[2] == 0:
             return
-        converted = []
+        arrays = []
         for arg, scalar_type, name in zip(args, self.scalar_types, self.fn.arg_names):
             if scalar_type is not None:
-                converted.append(scalar_type(arg))
+                arrays.append(scalar_type(arg))
             elif type(arg) is np.ndarray and arg.ndim == 1 and arg.dtype in _AS_IS \
                     and arg.flags.c_contiguous:
-                converted.append(arg)  # already the flat view kernels take
+                arrays.append(arg)  # already the flat view kernels take
             elif isinstance(arg, np.ndarray):
-                converted.append(host_view(arg, name))
+                arrays.append(host_view(arg, name))
             else:
                 raise LaunchError(f"argument '{name}' must be a NumPy array on the cpu "
                                   f"target, got {type(arg).__name__}")
-        if self.has_dot and not self.debug:
+        if self.entry is not None and all(
+                t is not None or a.flags.writeable for a, t in zip(arrays, self.scalar_types)):
+            self._launch_native(grid, arrays)
+        elif self.has_dot and not self.debug:
             # each cube's dot calls BLAS; cubes already run on every core, so BLAS's own
             # threads would oversubscribe them (measured 6-9x slower on 2 cores)
-            with _blas_controller().limit(limits=1, user_api="blas"):
-                run_grid(self.grid_fn, grid, converted, parallel=True)
+            with _numba_blas().limit(limits=1):
+                run_grid(self.grid_fn, grid, arrays, parallel=True)
         elif self.debug:
             # NumPy scalars warn where compiled code wraps around or gives inf/nan silently
             with np.errstate(all="ignore"):
-                run_grid(self.grid_fn, grid, converted, parallel=False)
+                run_grid(self.grid_fn, grid, arrays, parallel=False)
         else:
-            run_grid(self.grid_fn, grid, converted, parallel=True)
+            run_grid(self.grid_fn, grid, arrays, parallel=True)
+
+    def _launch_native(self, grid: tuple[int, int, int], values: list[Any]) -> None:
+        args: list[Any] = []
+        for value, scalar_type in zip(values, self.scalar_types):
+            if scalar_type is None:
+                args += (value.ctypes.data, value.size)
+            else:  # ctypes takes NumPy numbers but for bool
+                args.append(int(value) if scalar_type is np.bool_ else value)
+        statuses = run_grid(self.entry, grid, args, parallel=True)
+        if any(statuses):
+            # error_model='numpy' leaves allocation the one thing compiled code can fail at
+            raise LaunchError(f"kernel '{self.fn.name}' failed in compiled code (out of memory?); "
+                              "CUBEPY_DEBUG=1 runs it as Python to see where")
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def _storage_dtype(dtype: dt.DType) -> Any:
+    """The NumPy dtype of the flat array a pointer argument arrives as."""
+    return np.uint16 if dtype.name in ("float16", "bfloat16") else dtype.numpy
 
 
 # dtypes whose flat arrays kernels take as they are (16-bit floats travel as uint16)
@@ -123,10 +186,22 @@ _pool: ThreadPoolExecutor | None = None
 
 
 @functools.cache
-def _blas_controller() -> Any:
+def _numba_blas() -> Any:
+    """threadpoolctl's handle on the BLAS that compiled ``np.dot`` calls: SciPy's, which Numba
+    reaches through ``scipy.linalg.cython_blas``. NumPy's own BLAS is left alone: setting its
+    thread count wakes its spinning threads, which then take a core from the cubes (launches
+    took 1x-2x their time at random on 2 cores until only SciPy's was limited)."""
+    import scipy.linalg.cython_blas  # noqa: F401 - loads the library to find it
     from threadpoolctl import ThreadpoolController
 
-    return ThreadpoolController()
+    controller = ThreadpoolController()
+    numpy_dir = Path(np.__file__).resolve().parent
+    numpy_paths = (str(numpy_dir), str(numpy_dir.parent / "numpy.libs"))
+    blas = [lib for lib in controller.lib_controllers if lib.user_api == "blas"]
+    scipy_only = [lib.filepath for lib in blas if not lib.filepath.startswith(numpy_paths)]
+    # one BLAS shared by both (MKL, a system OpenBLAS): limiting it is the only choice
+    return controller.select(filepath=scipy_only) if scipy_only else controller.select(
+        user_api="blas")
 
 
 @functools.cache
@@ -134,21 +209,21 @@ def _threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def run_grid(grid_fn: Any, grid: tuple[int, int, int], args: list[Any], parallel: bool) -> None:
-    """Run every cube: in chunks on a thread pool when there is more than one thread."""
+def run_grid(grid_fn: Any, grid: tuple[int, int, int], args: list[Any],
+             parallel: bool) -> list[Any]:
+    """Run every cube: in chunks on a thread pool when there is more than one thread.
+    Returns what each chunk's call returned."""
     global _pool
     total = grid[0] * grid[1] * grid[2]
     workers = min(_threads(), total) if parallel else 1
     if workers <= 1:
-        grid_fn(0, total, *grid, *args)
-        return
+        return [grid_fn(0, total, *grid, *args)]
     if _pool is None:
         _pool = ThreadPoolExecutor(_threads(), thread_name_prefix="cubepy-cpu")
     bounds = [total * i // workers for i in range(workers + 1)]
     futures = [_pool.submit(grid_fn, lo, hi, *grid, *args)
                for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
-    for future in futures:
-        future.result()
+    return [future.result() for future in futures]
 
 
 def _register_dtype(dtype: dt.DType) -> Any:

@@ -206,7 +206,7 @@ class TritonKernel:
         numpy_scalars = None if self.interpret else self._gpu_fast_args(args)
         if numpy_scalars is None:
             return None
-        jit_fn, options = self.jit_fn, self.launch_options
+        run, options = self.jit_fn.run, self.launch_options
 
         def launch(grid: tuple[int, int, int], args: list[Any]) -> None:
             if grid[0] * grid[1] * grid[2] == 0:
@@ -216,7 +216,7 @@ class TritonKernel:
             if interpreter_applied():  # switched since: the checked path explains
                 self.launch(grid, args)
                 return
-            jit_fn[grid](*args, **options)
+            run(*args, grid=grid, warmup=False, **options)  # what jit_fn[grid](...) calls
 
         return launch
 

@@ -1,0 +1,73 @@
+"""Sweep matmul configs beyond the tuning list against cuBLAS, in one process (exploration).
+
+For each shape, times ``examples.matmul.matmul`` with every config below and ``torch.matmul``
+(cuBLAS) with ``triton.testing.do_bench``, checks each result against cuBLAS, and prints the
+ratios best first; ``--out`` keeps them as JSON.
+
+    python bench/matmul_sweep.py [--shapes 4096,4096,4096;8192,8192,8192] [--out sweep.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+import triton.testing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from examples.matmul import Config, matmul  # noqa: E402
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages)
+CONFIGS = [(128, 256, 64, 8, 8, 3), (128, 256, 32, 8, 8, 4), (128, 256, 32, 8, 8, 5),
+           (128, 256, 32, 8, 8, 6), (128, 256, 32, 16, 8, 5), (128, 256, 32, 4, 8, 5),
+           (256, 128, 32, 8, 8, 5), (256, 128, 32, 8, 8, 6), (128, 256, 16, 8, 8, 8),
+           (128, 128, 32, 8, 4, 6), (64, 256, 32, 8, 4, 6), (128, 256, 64, 8, 8, 4)]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shapes", default="4096,4096,4096;8192,8192,8192;8192,8192,1024")
+    p.add_argument("--out", help="write the rows here (JSON)")
+    args = p.parse_args()
+    rows = []
+    for text in args.shapes.split(";"):
+        m, n, k = (int(v) for v in text.split(","))
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        expected = torch.matmul(a, b).float()
+        cublas = triton.testing.do_bench(lambda: torch.matmul(a, b))  # noqa: B023
+        flop = 2 * m * n * k
+        results = []
+        for bm, bn, bk, g, w, s in CONFIGS:
+            config = Config(bm, bn, bk, g, w, s)
+            c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+            try:
+                matmul(a, b, c, config=config)
+            except Exception as err:  # a config the device cannot fit: reported, not fatal
+                results.append({"config": str(config), "error": str(err)[:200]})
+                continue
+            error = float((c.float() - expected).abs().max() / expected.abs().max())
+            ms = triton.testing.do_bench(
+                lambda: matmul(a, b, c, config=config))  # noqa: B023
+            results.append({"config": str(config), "ms": ms, "ratio": cublas / ms,
+                            "tflops": flop / ms / 1e9, "error": error})
+        results.sort(key=lambda r: -r.get("ratio", 0))
+        print(f"{m}x{n}x{k} bf16: cuBLAS {cublas:.3f} ms, {flop / cublas / 1e9:.0f} TFLOP/s",
+              flush=True)
+        for r in results:
+            if "ms" in r:
+                print(f"  {r['config']:<24} {r['ms']:.3f} ms {r['tflops']:6.0f} TFLOP/s "
+                      f"{r['ratio']:.3f}x  (max rel err {r['error']:.1e})", flush=True)
+            else:
+                print(f"  {r['config']:<24} failed: {r['error']}", flush=True)
+        rows.append({"shape": [m, n, k], "cublas_ms": cublas, "configs": results})
+    if args.out:
+        Path(args.out).write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

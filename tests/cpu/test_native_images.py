@@ -1,0 +1,162 @@
+"""Native images of cpu kernels: built once, loaded by later processes without Numba, and
+refused (with Numba running the kernel) where the compiled code needs Numba's runtime."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cubepy as cube
+from cubepy import config
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@cube.kernel
+def scaled_softmax(x, out, n, scale, BLOCK: cube.Comptime[int]):
+    row = cube.cube_pos(0)
+    cols = cube.arange(0, BLOCK)
+    m = cols < n
+    v = cube.load(x + row * n + cols, mask=m, other=float("-inf")) * scale
+    e = cube.exp(v - cube.max(v, axis=0))
+    cube.store(out + row * n + cols, e / cube.sum(e, axis=0), mask=m)
+
+
+@cube.kernel
+def flagged_copy(x, out, n, negate, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    m = offs < n
+    v = cube.load(x + offs, mask=m, other=0)
+    cube.store(out + offs, cube.where(negate, -v, v), mask=m)
+
+
+@cube.kernel
+def tile_matmul(a, b, c, K: cube.Comptime[int]):
+    rows = cube.arange(0, K)
+    tile_a = cube.load(a + rows[:, None] * K + rows[None, :])
+    tile_b = cube.load(b + rows[:, None] * K + rows[None, :])
+    cube.store(c + rows[:, None] * K + rows[None, :], cube.dot(tile_a, tile_b))
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty cache folder for this test alone (and for the processes it starts)."""
+    monkeypatch.setenv("CUBEPY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
+    config.reload()
+    _forget_compiled()
+    yield tmp_path
+    monkeypatch.undo()
+    config.reload()
+
+
+def _forget_compiled() -> None:
+    """Drop this process's compiled kernels, as a new process would start."""
+    for kernel in (scaled_softmax, flagged_copy, tile_matmul):
+        kernel._compiled.clear()
+        kernel._fast.clear()
+
+
+def _softmax_reference(x: np.ndarray, scale: float) -> np.ndarray:
+    v = x.astype(np.float64) * scale
+    e = np.exp(v - v.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _compiled(kernel, *args, **comptime):
+    compiled, _, _ = kernel.compiled(args, comptime)
+    return compiled
+
+
+def _images(cache_dir: Path, suffix: str) -> list[Path]:
+    return sorted((cache_dir / "cpu").glob(f"*{suffix}"))
+
+
+def test_a_kernel_gets_an_image_and_runs_from_it(cache_dir, rng):
+    x = rng.standard_normal((37, 100)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    scaled_softmax[(37,)](x, out, 100, 0.5, BLOCK=128)
+    np.testing.assert_allclose(out, _softmax_reference(x, 0.5), rtol=1e-5, atol=1e-7)
+    assert _compiled(scaled_softmax, x, out, 100, 0.5, BLOCK=128).entry is not None
+    assert len(_images(cache_dir, ".native")) == 1
+
+
+def test_a_new_process_runs_the_image_without_numba(cache_dir, rng):
+    x = rng.standard_normal((5, 60)).astype(np.float32)
+    scaled_softmax[(5,)](x, np.empty_like(x), 60, 2.0, BLOCK=64)  # builds the image
+    child = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        from tests.cpu.test_native_images import scaled_softmax
+        x = np.asarray(json.loads(sys.stdin.read()), np.float32)
+        out = np.full_like(x, np.nan)
+        scaled_softmax[(x.shape[0],)](x, out, x.shape[1], 2.0, BLOCK=64)
+        print(json.dumps({"out": out.tolist(), "numba": "numba" in sys.modules}))
+    """)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    proc = subprocess.run([sys.executable, "-c", child], input=json.dumps(x.tolist()),
+                          capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["numba"] is False
+    np.testing.assert_allclose(np.asarray(result["out"]), _softmax_reference(x, 2.0),
+                               rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("negate", [True, False])
+def test_scalar_and_array_types_cross_the_entry(cache_dir, rng, dtype, negate):
+    x = (rng.standard_normal(300) * 50).astype(dtype)
+    out = np.zeros_like(x)
+    flagged_copy[(3,)](x, out, 300, negate, BLOCK=128)
+    np.testing.assert_array_equal(out, -x if negate else x)
+    assert _compiled(flagged_copy, x, out, 300, negate, BLOCK=128).entry is not None
+
+
+def test_a_damaged_image_is_rebuilt(cache_dir, rng):
+    x = rng.standard_normal((4, 30)).astype(np.float32)
+    scaled_softmax[(4,)](x, np.empty_like(x), 30, 1.0, BLOCK=32)
+    (image,) = _images(cache_dir, ".native")
+    image.write_bytes(b"{not json\n" + image.read_bytes()[:40])
+    _forget_compiled()
+    out = np.full_like(x, np.nan)
+    scaled_softmax[(4,)](x, out, 30, 1.0, BLOCK=32)
+    np.testing.assert_allclose(out, _softmax_reference(x, 1.0), rtol=1e-5, atol=1e-7)
+    assert image.read_bytes().startswith(b'{"format"')
+
+
+def test_read_only_inputs_run_through_numba(cache_dir, rng):
+    x = rng.standard_normal((3, 20)).astype(np.float32)
+    x.flags.writeable = False
+    out = np.full((3, 20), np.nan, np.float32)
+    scaled_softmax[(3,)](x, out, 20, 1.5, BLOCK=32)
+    np.testing.assert_allclose(out, _softmax_reference(x, 1.5), rtol=1e-5, atol=1e-7)
+
+
+def test_dot_needs_numba_blas_and_gets_no_image(cache_dir, rng):
+    a = rng.standard_normal((16, 16)).astype(np.float32)
+    b = rng.standard_normal((16, 16)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    tile_matmul[(1,)](a, b, c, K=16)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+    assert _compiled(tile_matmul, a, b, c, K=16).entry is None
+    (refusal,) = _images(cache_dir, ".numba")
+    assert "numba_xx" in refusal.read_text()  # the reason: Numba's BLAS shim
+
+
+def test_native_images_can_be_turned_off(cache_dir, rng, monkeypatch):
+    monkeypatch.setenv("CUBEPY_CPU_NATIVE", "0")
+    config.reload()
+    x = rng.standard_normal((2, 10)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    scaled_softmax[(2,)](x, out, 10, 1.0, BLOCK=16)
+    np.testing.assert_allclose(out, _softmax_reference(x, 1.0), rtol=1e-5, atol=1e-7)
+    assert _compiled(scaled_softmax, x, out, 10, 1.0, BLOCK=16).entry is None
+    assert not _images(cache_dir, ".native")
