@@ -134,7 +134,7 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
 TUNING_CONFIGS = [
     cube.Config(BM=bm, BN=bn, BK=bk, GROUP=g, num_warps=w, num_stages=s)
     for bm, bn, bk, g, w, s in [(128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3),
-                                (256, 128, 64, 8, 8, 3), (128, 256, 32, 8, 8, 4),
+                                (256, 128, 64, 8, 8, 3), (128, 256, 32, 8, 8, 5),
                                 (128, 128, 64, 8, 4, 4), (16, 128, 128, 1, 4, 4),
                                 (16, 64, 512, 1, 4, 3)]]
 
