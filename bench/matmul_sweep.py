@@ -20,11 +20,12 @@ import triton.testing
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from examples.matmul import Config, matmul  # noqa: E402
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages)
-CONFIGS = [(128, 256, 64, 8, 8, 3), (128, 256, 32, 8, 8, 4), (128, 256, 32, 8, 8, 5),
-           (128, 256, 32, 8, 8, 6), (128, 256, 32, 16, 8, 5), (128, 256, 32, 4, 8, 5),
-           (256, 128, 32, 8, 8, 5), (256, 128, 32, 8, 8, 6), (128, 256, 16, 8, 8, 8),
-           (128, 128, 32, 8, 4, 6), (64, 256, 32, 8, 4, 6), (128, 256, 64, 8, 8, 4)]
+# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, persistent)
+CONFIGS = [(128, 256, 64, 8, 8, 3, False), (128, 256, 32, 8, 8, 5, False),
+           (128, 256, 64, 8, 8, 3, True), (128, 256, 64, 16, 8, 3, True),
+           (128, 256, 32, 8, 8, 5, True), (128, 256, 32, 8, 8, 4, True),
+           (128, 128, 64, 8, 4, 4, True), (128, 128, 64, 8, 8, 4, True),
+           (256, 128, 64, 8, 8, 3, True)]
 
 
 def main() -> int:
@@ -41,8 +42,8 @@ def main() -> int:
         cublas = triton.testing.do_bench(lambda: torch.matmul(a, b))  # noqa: B023
         flop = 2 * m * n * k
         results = []
-        for bm, bn, bk, g, w, s in CONFIGS:
-            config = Config(bm, bn, bk, g, w, s)
+        for bm, bn, bk, g, w, s, persistent in CONFIGS:
+            config = Config(bm, bn, bk, g, w, s, persistent)
             c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
             try:
                 matmul(a, b, c, config=config)

@@ -15,6 +15,7 @@ when every tile is whole (EVEN). Exits non-zero if a result differs from NumPy.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from dataclasses import dataclass
 
@@ -83,6 +84,42 @@ def matmul_kernel(a, b, c, M, N, K, stride_am, stride_bk, stride_cm,
                mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@cube.func
+def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: cube.Comptime[int]):
+    # Tile number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // num_pid_in_group) * GROUP_M
+    # at least 1 (it is, for every tile there is): written so, the compiler can prove the
+    # block corners below are never negative, which its TMA block loads need
+    group_size_m = cube.maximum(cube.minimum(num_pid_m - first_pid_m, GROUP_M), 1)
+    return (first_pid_m + (tile % num_pid_in_group) % group_size_m,
+            (tile % num_pid_in_group) // group_size_m)
+
+
+@cube.kernel
+def matmul_persistent_kernel(a, b, c, M, N, K, BLOCK_M: cube.Comptime[int],
+                             BLOCK_N: cube.Comptime[int], BLOCK_K: cube.Comptime[int],
+                             GROUP_M: cube.Comptime[int], ACTIVATION: cube.Comptime[str]):
+    # Persistent: as many cubes as the GPU runs at once, each looping over C's tiles, so one
+    # tile's epilogue overlaps the next one's loads. A and B are read through tensor
+    # descriptors: TMA block copies on NVIDIA GPUs (sm_90+), masked tile loads elsewhere.
+    a_desc = cube.make_tensor_descriptor(a, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
+    b_desc = cube.make_tensor_descriptor(b, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+    for tile in range(cube.cube_pos(0), num_pid_m * num_pid_n, cube.cube_count(0)):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        acc = cube.zeros((BLOCK_M, BLOCK_N), cube.float32)
+        for k0 in range(0, K, BLOCK_K):
+            acc = cube.dot(a_desc.load([pid_m * BLOCK_M, k0]),
+                           b_desc.load([k0, pid_n * BLOCK_N]), acc)
+        acc = activate(acc, ACTIVATION)
+        rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
+        rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
+        cube.store(c + rm[:, None] * N + rn[None, :], acc,
+                   mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 @dataclass(frozen=True)
 class Config:
     """Tile sizes and Triton launch options of one matmul launch."""
@@ -93,12 +130,14 @@ class Config:
     group_m: int = 8
     num_warps: int | None = None  # None: the target's default
     num_stages: int | None = None
+    persistent: bool = False  # matmul_persistent_kernel: tensor descriptors, a loop over tiles
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m}"
         if self.num_warps is not None:
             text += f" w{self.num_warps}"
-        return text + (f" s{self.num_stages}" if self.num_stages is not None else "")
+        text += f" s{self.num_stages}" if self.num_stages is not None else ""
+        return text + (" persistent" if self.persistent else "")
 
     def options(self) -> dict:
         """The launch options this config sets (Triton's num_warps and num_stages)."""
@@ -120,7 +159,14 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
         raise ValueError(f"activation {activation!r}: choose one of {ACTIVATIONS}")
     if target is not None:
         options["target"] = target
-    grid = (cube.cdiv(m, config.block_m) * cube.cdiv(n, config.block_n),)
+    tiles = cube.cdiv(m, config.block_m) * cube.cdiv(n, config.block_n)
+    if config.persistent:
+        matmul_persistent_kernel[(min(tiles, _concurrent_cubes(a)),)](
+            a, b, c, m, n, k, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+            BLOCK_K=config.block_k, GROUP_M=config.group_m, ACTIVATION=activation,
+            **config.options(), **options)
+        return
+    grid = (tiles,)
     even = m % config.block_m == 0 and n % config.block_n == 0 and k % config.block_k == 0
     matmul_kernel[grid](
         a, b, c, m, n, k, k, n, n,
@@ -129,25 +175,46 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
         **config.options(), **options)
 
 
+def _concurrent_cubes(array) -> int:
+    """How many cubes of a persistent kernel to launch: one per multiprocessor of the GPU that
+    holds ``array`` (torch or CuPy), or a few per core elsewhere."""
+    device = getattr(array, "device", None)
+    if getattr(device, "type", None) == "cuda":  # torch
+        import torch
+
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    if type(array).__module__.startswith("cupy"):
+        import cupy
+
+        return cupy.cuda.Device(array.device.id).attributes["MultiProcessorCount"]
+    return 4 * (os.cpu_count() or 1)
+
+
 # Candidates for the autotuner on GPUs (H200-class): large tiles for big shapes, 16-row tiles
 # for skinny ones. Each config's entries become the keyword arguments of matmul_tuned.
 TUNING_CONFIGS = [
-    cube.Config(BM=bm, BN=bn, BK=bk, GROUP=g, num_warps=w, num_stages=s)
-    for bm, bn, bk, g, w, s in [(128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3),
-                                (256, 128, 64, 8, 8, 3), (128, 256, 32, 8, 8, 5),
-                                (128, 128, 64, 8, 4, 4), (16, 128, 128, 1, 4, 4),
-                                (16, 64, 512, 1, 4, 3)]]
+    cube.Config(BM=bm, BN=bn, BK=bk, GROUP=g, num_warps=w, num_stages=s, PERSISTENT=p)
+    for bm, bn, bk, g, w, s, p in [
+        (128, 256, 64, 8, 8, 3, False), (128, 256, 64, 16, 8, 3, False),
+        (256, 128, 64, 8, 8, 3, False), (128, 256, 32, 8, 8, 5, False),
+        (128, 128, 64, 8, 4, 4, False), (16, 128, 128, 1, 4, 4, False),
+        (16, 64, 512, 1, 4, 3, False),
+        # persistent with TMA block loads: 4-8 % faster on big products (BENCHMARKS.md)
+        (128, 256, 64, 8, 8, 3, True), (128, 256, 64, 16, 8, 3, True),
+        (128, 256, 32, 8, 8, 5, True)]]
 
 
 @cube.autotune(configs=TUNING_CONFIGS, key=["M", "N", "K"])
-def matmul_tuned(a, b, c, M, N, K, BM, BN, BK, GROUP, num_warps, num_stages, target=None):
+def matmul_tuned(a, b, c, M, N, K, BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT=False,
+                 target=None):
     """``c = a @ b`` with tile sizes and launch options tuned per (M, N, K) bucket, dtype and
     device; results ship in autotune_cache/ for the devices we tuned on.
 
     Example:
         >>> matmul_tuned(a, b, c, *a.shape, b.shape[1])  # doctest: +SKIP
     """
-    matmul(a, b, c, config=Config(BM, BN, BK, GROUP, num_warps, num_stages), target=target)
+    matmul(a, b, c, config=Config(BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT),
+           target=target)
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray, activation: str = "") -> np.ndarray:

@@ -66,6 +66,16 @@ def test_matmul(target, dtype, activation, shape):
     )
 
 
+@pytest.mark.parametrize(
+    ("dtype", "shape"),
+    [("float16", (70, 50, 45)), ("bfloat16", (64, 96, 64)), ("float32", (33, 40, 70))],
+)
+def test_matmul_persistent(target, dtype, shape):
+    """The persistent kernel: tensor-descriptor loads, each cube looping over several tiles."""
+    config = matmul.Config(16, 32, 16, group_m=2, persistent=True)
+    expect_pass(target, dtype, lambda: matmul.check(target, *shape, dtype, "relu", config=config))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_layernorm(target, dtype):
     # max_block < n: the forward kernel's column loop runs twice, the second time masked.

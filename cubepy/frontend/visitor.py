@@ -18,6 +18,7 @@ from ..ir.rules import RuleError
 from ..lang import builtins as B
 from . import control
 from .builtins import call_builtin
+from .descriptors import TensorDescriptor
 from .semantics import binary, is_value, to_bool, unary
 from .source import function_globals, parse_function
 
@@ -395,6 +396,8 @@ class FunctionBuilder(ast.NodeVisitor):
         if isinstance(fn, _Method):
             (dtype,) = args or [kwargs.get("dtype")]
             return call_builtin(self, "cast", [fn.value, dtype], {})
+        if isinstance(getattr(fn, "__self__", None), TensorDescriptor):
+            return fn(self, *args, **kwargs)  # desc.load(...) / desc.store(...)
         if isinstance(fn, B.Func):
             return control.call_func(self, node, fn, args, kwargs)
         if hasattr(fn, "__cube_kernel__"):

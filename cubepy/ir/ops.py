@@ -67,6 +67,10 @@ class Op(enum.Enum):
     STORE = "store"            # operands: ptr, value [, mask]
     ATOMIC = "atomic"          # attrs: kind (add|max|min|xchg); operands: ptr, value [, mask]
     ATOMIC_CAS = "atomic_cas"  # operands: ptr, cmp, value
+    # A 2-D block read through a tensor descriptor: operands fallback, base, rows, cols,
+    # row_stride, row0, col0; attrs: block. Its value is `fallback`'s (the same read as a
+    # masked pointer-tile load); a backend with block copies (Triton's TMA) may read it so.
+    BLOCK_LOAD = "block_load"
     # layout
     BROADCAST = "broadcast"    # attrs: shape
     EXPAND_DIMS = "expand_dims"  # attrs: axis

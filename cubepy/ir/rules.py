@@ -124,6 +124,19 @@ def _unary(op: Op, types: list[Type]) -> Type:
     return Type(t.dtype, t.shape)
 
 
+def _block_load(types: list[Type], attrs: dict) -> Type:
+    fallback, base, *scalars = types
+    if not base.is_ptr or base.shape or len(scalars) != 5 or any(
+            t.is_ptr or t.shape or not t.dtype.is_int for t in scalars):
+        raise RuleError("block_load: operands are the fallback tile, a base pointer and five "
+                        "integer scalars")
+    if fallback.is_ptr or fallback.shape != tuple(attrs["block"]) or \
+            fallback.dtype != base.dtype:
+        raise RuleError(f"block_load: fallback {fallback} does not match block "
+                        f"{attrs['block']} of {base.dtype.name}")
+    return fallback
+
+
 def _memory(op: Op, types: list[Type], attrs: dict) -> list[Type]:
     ptr = types[0]
     if not ptr.is_ptr:
@@ -267,6 +280,8 @@ def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
         return [Type(ptr.dtype, _elementwise_shape(types), ptr.ptr_base)]
     if op in (Op.LOAD, Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS):
         return _memory(op, types, attrs)
+    if op is Op.BLOCK_LOAD:
+        return [_block_load(types, attrs)]
     if op in (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE):
         return [_layout(op, types[0], attrs)]
     if op in (Op.REDUCE, Op.ARGREDUCE, Op.SCAN):

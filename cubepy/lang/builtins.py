@@ -149,6 +149,21 @@ def store(pointer: Any, value: Any, mask: Any = None) -> None:
 
 
 @_builtin
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> Any:
+    """A 2-D view of the array ``base`` (``shape`` rows and columns, ``strides`` in elements,
+    the last one 1) that reads and writes whole ``block_shape`` blocks, as Triton's
+    ``tl.make_tensor_descriptor``: ``desc.load([row, col])`` returns the block whose corner is
+    at ``(row, col)``, elements outside the view reading 0; ``desc.store([row, col], tile)``
+    writes the block's elements that fall inside it. On Triton for NVIDIA GPUs with TMA
+    (sm_90+) loads are block copies; elsewhere they are masked pointer-tile loads.
+
+    Example:
+        >>> a_desc = cube.make_tensor_descriptor(a, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
+        >>> tile = a_desc.load([pid_m * BLOCK_M, k0])  # doctest: +SKIP
+    """
+
+
+@_builtin
 def atomic_add(pointer: Any, value: Any, mask: Any = None) -> Any:
     """Atomically add; returns the old values."""
 

@@ -276,3 +276,34 @@ def test_gpu_casts(rng, src, dst):
     out = poison(n, dst)
     gpu(DT.CAST_KERNELS[dst], (cdiv(n, 128),), x, out, n, BLOCK=128)
     assert_close(out, expected)
+
+
+DESC = importlib.import_module("test_descriptors")
+
+
+@pytest.mark.parametrize("in_dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("aligned", [True, False])
+def test_gpu_descriptor_matmul_tma_and_its_fallback(rng, in_dtype, aligned):
+    """K = 64 and N = 40 keep rows 16-byte aligned: the TMA variant runs. K = 70 does not:
+    the pointer variant runs. Both must agree with NumPy, ragged M, N and K included."""
+    M, N, K = 45, 40, 64 if aligned else 70
+    a = random_array(rng, (M, K), in_dtype, -1, 1)
+    b = random_array(rng, (K, N), in_dtype, -1, 1)
+    c = poison((M, N), "float32")
+    args = (_dev(a), _dev(b), _dev(c), M, N, K)
+    blocks = {"BM": 16, "BN": 16, "BK": 16}
+    DESC.descriptor_matmul[(cdiv(M, 16), cdiv(N, 16))](*args, **blocks)
+    compiled, _, _ = DESC.descriptor_matmul.compiled(args, dict(blocks))
+    uses_tma = compiled.tma_guard is not None and compiled.tma_guard.allows(list(args))
+    assert uses_tma == aligned
+    assert_close(_host(args[2], np.float32), a.astype(np.float64) @ b.astype(np.float64),
+                 rtol=1e-4, atol=1e-4)
+
+
+def test_gpu_descriptor_blocks_off_the_edges(rng):
+    rows, cols = 37, 29
+    padded = random_array(rng, (rows, cols + 3), "float32", -1, 1)
+    out = poison((rows, cols), "float32")
+    gpu(DESC.descriptor_shift, (cdiv(rows, 16), cdiv(cols, 16)), padded, out, rows, cols,
+        cols + 3, -7, 2, BR=16, BC=16)
+    assert_close(out, DESC._shift_expected(padded[:, :cols], -7, 2))

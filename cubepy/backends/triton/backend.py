@@ -37,6 +37,7 @@ try:
     from . import aot as _aot
     from .arrays import prepare_launch_args
     from .codegen import TritonSource, generate
+    from .descriptors import TmaGuard, tma_loads
     from .loader import (
         current_interpret_mode,
         gpu_driver_available,
@@ -154,21 +155,40 @@ class TritonKernel:
         self.launch_options = {k: int(options[k]) for k in ("num_warps", "num_stages")
                                if options.get(k)}
         allow_tf32 = bool(options.get("allow_tf32", False))
+        # block loads (tensor descriptors) read their pointer-tile fallback here; a GPU also
+        # gets a TMA variant, which launches whose arrays are aligned for it run
         generated = generate(fn, interpret=interpret, allow_tf32=allow_tf32)
-        self.source = generated.text
+        blocks = tma_loads(fn)
+        targets = config.settings().triton_aot
+        tma = generate(fn, interpret=False, allow_tf32=allow_tf32, tma=blocks) \
+            if blocks and (targets or not interpret) else None
+        self.source = generated.text if interpret or tma is None else tma.text
         self.kernel_name = generated.kernel
         cache_dir = config.settings().cache_dir
-        self.jit_fn = load_jit_function(self.source, generated.kernel, cache_dir,
+        self.jit_fn = load_jit_function(generated.text, generated.kernel, cache_dir,
                                         interpret=interpret)
+        self.tma_jit_fn = self.tma_guard = None
+        if tma is not None and not interpret:
+            self.tma_jit_fn = load_jit_function(tma.text, tma.kernel, cache_dir, interpret=False)
+            self.tma_guard = TmaGuard(fn, blocks)
         self.aot: dict[str, Any] = {}
-        targets = config.settings().triton_aot
         if targets:
             gpu = generate(fn, interpret=False, allow_tf32=allow_tf32) if interpret else generated
-            self._compile_aot(gpu, targets, cache_dir)
+            self._compile_aot(gpu, tma, targets, cache_dir)
 
-    def _compile_aot(self, gpu: TritonSource, targets: tuple[str, ...], cache_dir: Any) -> None:
-        jit_fn = load_jit_function(gpu.text, gpu.kernel, cache_dir, interpret=False)
+    def _jit_for(self, args: list[Any]) -> Any:
+        """The TMA variant when there is one and ``args`` suit it, else the pointer variant."""
+        if self.tma_guard is not None and self.tma_guard.allows(args):
+            return self.tma_jit_fn
+        return self.jit_fn
+
+    def _compile_aot(self, gpu: TritonSource, tma: TritonSource | None,
+                     targets: tuple[str, ...], cache_dir: Any) -> None:
+        jit_fns = {False: load_jit_function(gpu.text, gpu.kernel, cache_dir, interpret=False)}
+        if tma is not None:  # what NVIDIA GPUs run; AMD's have no TMA
+            jit_fns[True] = load_jit_function(tma.text, tma.kernel, cache_dir, interpret=False)
         for target in targets:
+            jit_fn = jit_fns.get(target.startswith("cuda"), jit_fns[False])
             try:
                 self.aot[target] = _aot.compile_aot(
                     jit_fn, gpu.signature, {}, target,
@@ -195,7 +215,8 @@ class TritonKernel:
                                              "num_stages": self.num_stages}
         with interpret_mode(self.interpret):
             launch_args = prepare_launch_args(named, interpreter=self.interpret)
-            self.jit_fn[grid](*launch_args.values(), **options)
+            jit_fn = self.jit_fn if self.interpret else self._jit_for(list(launch_args.values()))
+            jit_fn[grid](*launch_args.values(), **options)
 
 
     def trusted_launcher(self, args: list[Any]) -> Callable[[tuple[int, int, int], list[Any]],
@@ -206,7 +227,7 @@ class TritonKernel:
         numpy_scalars = None if self.interpret else self._gpu_fast_args(args)
         if numpy_scalars is None:
             return None
-        run, options = self.jit_fn.run, self.launch_options
+        run, options, guard = self.jit_fn.run, self.launch_options, self.tma_guard
 
         def launch(grid: tuple[int, int, int], args: list[Any]) -> None:
             if grid[0] * grid[1] * grid[2] == 0:
@@ -216,7 +237,8 @@ class TritonKernel:
             if interpreter_applied():  # switched since: the checked path explains
                 self.launch(grid, args)
                 return
-            run(*args, grid=grid, warmup=False, **options)  # what jit_fn[grid](...) calls
+            chosen = self.tma_jit_fn.run if guard is not None and guard.allows(args) else run
+            chosen(*args, grid=grid, warmup=False, **options)  # what jit_fn[grid](...) calls
 
         return launch
 
@@ -250,7 +272,7 @@ class TritonKernel:
             return False
         for i in numpy_scalars:
             args[i] = args[i].item()
-        self.jit_fn[grid](*args, **self.launch_options)
+        self._jit_for(args)[grid](*args, **self.launch_options)
         return True
 
 

@@ -34,6 +34,7 @@ from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.rules import reduce_dtype
 from ..pyemit import PyEmitter
+from .descriptors import descriptor_key, hoistable, make_descriptor
 
 HALF = ("float16", "bfloat16")
 PY_BINARY = {
@@ -158,9 +159,12 @@ def _zero_const(value: Value) -> bool:
 class TritonEmitter(PyEmitter):
     """Renders one kernel as a ``@triton.jit`` function (see the module docstring)."""
 
-    def __init__(self, fn: Function, interpret: bool, allow_tf32: bool = False):
+    def __init__(self, fn: Function, interpret: bool, allow_tf32: bool = False,
+                 tma: list[Operation] | None = None):
         super().__init__(fn)
         self.interpret = interpret
+        self.tma = {id(op) for op in tma or ()}  # block loads read as TMA copies
+        self.descriptors: dict[tuple, str] = {}
         self.allow_tf32 = allow_tf32
         self.helpers: set[str] = set()
         self.constants: set[str] = set()
@@ -249,6 +253,7 @@ class TritonEmitter(PyEmitter):
                 self.line(f"{param} = tl.full((), {param}, {self.rtype(value)})")
             elif transport != self.reg(dtype):
                 self.line(f"{param} = {self.to(param, transport, self.reg(dtype))}")
+        self.hoist_descriptors()
         self.block(fn.body)
         if len(self.lines) == 0:
             self.line("pass")
@@ -341,6 +346,8 @@ class TritonEmitter(PyEmitter):
             self.assign(op, f"{self.n(ptr)} + {offset}")
         elif kind is Op.LOAD:
             self.load(op)
+        elif kind is Op.BLOCK_LOAD:
+            self.block_load(op)
         elif kind is Op.STORE:
             self.store(op)
         elif kind is Op.ATOMIC or kind is Op.ATOMIC_CAS:
@@ -412,6 +419,31 @@ class TritonEmitter(PyEmitter):
         if widened and other is not None and not _zero_const(other):
             res = self.n(op.result)
             self.line(f"{res} = tl.where({self.n(mask)}, {res}, {self.n(other)})")
+
+    def hoist_descriptors(self) -> None:
+        """Descriptors made once, before the body (see descriptors.py)."""
+        args = {a.id for a in self.fn.args}
+        for op in walk(self.fn.body):
+            key = descriptor_key(op) if id(op) in self.tma else None
+            if key is not None and key not in self.descriptors and hoistable(op, args):
+                name = self.descriptors[key] = self.fresh("desc")
+                self.line(f"{name} = {make_descriptor(op, self.operand_text)}")
+
+    def operand_text(self, value: Value) -> str:
+        owner = value.owner
+        return str(int(owner.attrs["value"])) if owner is not None and \
+            owner.op is Op.CONST else self.n(value)
+
+    def block_load(self, op: Operation) -> None:
+        fallback, *_, row0, col0 = op.operands
+        if id(op) not in self.tma:  # the pointer variant: the masked load beside it
+            self.alias(op.result, self.n(fallback))
+            return
+        desc = self.descriptors.get(descriptor_key(op))
+        if desc is None:
+            desc = self.fresh("desc")
+            self.line(f"{desc} = {make_descriptor(op, self.operand_text)}")
+        self.assign(op, f"{desc}.load([{self.n(row0)}, {self.n(col0)}])")
 
     def store(self, op: Operation) -> None:
         ptr, value, *rest = op.operands
@@ -504,6 +536,8 @@ class TritonEmitter(PyEmitter):
         self.assign(op, f"{self.n(acc)} + {self.to(product, wide, acc_dtype)}")
 
 
-def generate(fn: Function, *, interpret: bool, allow_tf32: bool = False) -> TritonSource:
-    """The Triton module for ``fn``: for the interpreter, or for GPUs (see the module doc)."""
-    return TritonEmitter(fn, interpret, allow_tf32).module()
+def generate(fn: Function, *, interpret: bool, allow_tf32: bool = False,
+             tma: list[Operation] | None = None) -> TritonSource:
+    """The Triton module for ``fn``: for the interpreter, or for GPUs (see the module doc);
+    ``tma`` lists the block loads to read as TMA copies (the others read their fallback)."""
+    return TritonEmitter(fn, interpret, allow_tf32, tma).module()

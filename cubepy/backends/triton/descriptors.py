@@ -1,0 +1,185 @@
+"""Tensor-descriptor block loads as TMA copies (NVIDIA sm_90+), and when they may run.
+
+A ``BLOCK_LOAD`` (``desc.load`` in a kernel) becomes ``tl.make_tensor_descriptor(...).load``
+in the kernel's TMA variant when its base is an array argument and its row stride an argument
+or a constant, so that the launch can check what TMA needs before choosing that variant (the
+base address and the row stride in bytes both multiples of 16, the views' shapes not
+negative), and when its corner can be shown never to be negative. Descriptors whose view
+shape and stride are arguments or constants are made once, at the top of the kernel; the
+others where they are used. Anything else, and every launch whose arrays fail the check, runs
+the pointer variant, where each block load is its masked pointer-tile fallback.
+
+Example:
+    >>> blocks = tma_loads(fn)          # doctest: +SKIP
+    >>> guard = TmaGuard(fn, blocks)    # doctest: +SKIP
+    >>> guard.allows(args)              # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ...ir import Function, Op, Operation, Value, walk
+
+MAX_BOX = 256  # elements per block dimension a TMA copy moves
+MIN_ROW_BYTES = 16  # a block row narrower than this is refused by TMA
+ALIGN = 16  # bytes: the base address and the row stride
+
+
+def tma_loads(fn: Function) -> list[Operation]:
+    """The kernel's block loads that its TMA variant reads as TMA copies: those whose corner
+    is provably never negative (a TMA copy at a negative corner traps on the H200:
+    bench/results/h200-tma-edge-probe.log), given that the views' shapes are not negative (the
+    launch checks that)."""
+    args = {a.id for a in fn.args}
+    candidates = []
+    for op in walk(fn.body):
+        if op.op is not Op.BLOCK_LOAD:
+            continue
+        _, base, _, _, stride, _, _ = op.operands
+        dtype = base.type.dtype
+        rows, cols = op.attrs["block"]
+        if (base.id in args and (stride.id in args or _constant(stride) is not None)
+                and dtype.name != "bool" and dtype.itemsize <= 4
+                and rows <= MAX_BOX and cols <= MAX_BOX and cols * dtype.itemsize >= MIN_ROW_BYTES):
+            candidates.append(op)
+    shapes = {v.id for op in candidates for v in op.operands[2:4] if v.id in args}
+    bounds = lower_bounds(fn, shapes)
+    return [op for op in candidates
+            if all(bounds.get(v.id, -math.inf) >= 0 for v in op.operands[5:7])]
+
+
+def lower_bounds(fn: Function, nonnegative_args: set[int]) -> dict[int, float]:
+    """A lower bound of each integer scalar the kernel computes (-inf where unknown): a small
+    interval analysis over constants, cube positions and counts, loop indices and the integer
+    operations that keep a bound. ``nonnegative_args`` are arguments taken to be >= 0."""
+    low: dict[int, float] = {a.id: 0 if a.id in nonnegative_args else -math.inf
+                             for a in fn.args}
+
+    def get(value: Value) -> float:
+        return low.get(value.id, -math.inf)
+
+    for op in walk(fn.body):
+        if op.op is Op.FOR:
+            start, _, step = op.operands[:3]
+            if get(step) >= 1:
+                low[op.regions[0].args[0].id] = get(start)
+        if len(op.results) != 1 or op.result.type.shape or not op.result.type.dtype.is_int:
+            continue
+        low[op.result.id] = _bound(op, [get(v) for v in op.operands])
+    return low
+
+
+def _bound(op: Operation, operands: list[float]) -> float:
+    kind = op.op
+    if kind is Op.CONST:
+        return op.attrs["value"]
+    if kind is Op.CUBE_POS:
+        return 0
+    if kind is Op.CUBE_COUNT:
+        return 1
+    if kind is Op.CAST:
+        return operands[0]
+    if kind is Op.ADD:
+        return operands[0] + operands[1]
+    if kind is Op.SUB:  # a - b: only a constant b keeps a bound
+        b = _constant(op.operands[1])
+        return operands[0] - b if b is not None else -math.inf
+    if kind is Op.MUL and min(operands) >= 0:
+        return operands[0] * operands[1]
+    if kind in (Op.FLOORDIV, Op.MOD) and min(operands) >= 0:
+        return 0  # Python's floor semantics: never negative for non-negative operands
+    if kind is Op.MINIMUM:
+        return min(operands)
+    if kind is Op.MAXIMUM:
+        return max(operands)
+    return -math.inf
+
+
+def _constant(value: Value) -> Any:
+    owner = value.owner
+    return owner.attrs["value"] if owner is not None and owner.op is Op.CONST else None
+
+
+def hoistable(op: Operation, args: set[int]) -> bool:
+    """Whether the descriptor of ``op`` can be made at the kernel's top."""
+    _, _, rows, cols, stride, _, _ = op.operands
+    return all(v.id in args or _constant(v) is not None for v in (rows, cols, stride))
+
+
+def descriptor_key(op: Operation) -> tuple:
+    """Block loads with equal keys share one descriptor."""
+    _, base, rows, cols, stride, _, _ = op.operands
+    return (base.id, rows.id, cols.id, stride.id, tuple(op.attrs["block"]))
+
+
+def make_descriptor(op: Operation, name_of: Any) -> str:
+    """The ``tl.make_tensor_descriptor`` call for ``op``; ``name_of`` renders an operand."""
+    _, base, rows, cols, stride, _, _ = op.operands
+    block_rows, block_cols = op.attrs["block"]
+    return (f"tl.make_tensor_descriptor({name_of(base)}, shape=[{name_of(rows)}, "
+            f"{name_of(cols)}], strides=[{name_of(stride)}, 1], "
+            f"block_shape=[{block_rows}, {block_cols}])")
+
+
+class TmaGuard:
+    """Checks, per launch, that every TMA block load's base and row stride are aligned."""
+
+    def __init__(self, fn: Function, blocks: list[Operation]):
+        position = {a.id: i for i, a in enumerate(fn.args)}
+        # tma_loads took the views' shapes to be >= 0: a launch that breaks that runs pointers
+        self.shapes = sorted({position[v.id] for op in blocks for v in op.operands[2:4]
+                              if v.id in position})
+        checks = set()
+        for op in blocks:
+            _, base, _, _, stride, _, _ = op.operands
+            stride_source = ("arg", position[stride.id]) if stride.id in position else (
+                "const", int(_constant(stride)))
+            checks.add((position[base.id], stride_source, base.type.dtype.itemsize))
+        self.checks = sorted(checks)
+
+    def allows(self, args: list[Any]) -> bool:
+        if not ensure_allocator() or any(int(args[i]) < 0 for i in self.shapes):
+            return False
+        for base_index, (kind, stride), itemsize in self.checks:
+            row_bytes = (int(args[stride]) if kind == "arg" else stride) * itemsize
+            if row_bytes % ALIGN or device_address(args[base_index]) % ALIGN:
+                return False
+        return True
+
+
+def device_address(array: Any) -> int:
+    """The device address of a torch tensor, a CuPy array or any CUDA array interface."""
+    pointer = getattr(array, "data_ptr", None)
+    if callable(pointer):
+        return int(pointer())
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is not None:
+        return int(interface["data"][0])
+    return 1  # not a device array: never aligned, so the pointer variant explains the error
+
+
+_allocate: Any = None
+
+
+def ensure_allocator() -> bool:
+    """Device-side descriptors need global scratch memory from an allocator given to Triton;
+    ours takes it from torch. Triton keeps the allocator in a context variable, which threads
+    do not share (the autotuner launches from worker threads), so it is set on every call.
+    False when torch is missing (the pointer variant runs)."""
+    global _allocate
+    if _allocate is None:
+        try:
+            import torch
+        except ImportError:
+            return False
+
+        def _allocate(size: int, alignment: int, stream: Any) -> Any:
+            return torch.empty(size, dtype=torch.int8, device="cuda")
+
+    import triton
+
+    triton.set_allocator(_allocate)
+    return True
