@@ -16,8 +16,9 @@ from ...ir.ops import NOT_PURE
 from ...ir.rules import reduce_dtype
 from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access
+from .dots import DotAccumulation
+from .registers import HALF, reg
 
-HALF = ("float16", "bfloat16")
 # LLVM may reassociate (vectorized reductions) and contract to fma, but never assume there
 # are no NaNs or infinities: masked loads fill with -inf on purpose.
 FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
@@ -32,13 +33,6 @@ NUMPY_UNARY = {
     Op.EXP2: "np.exp2", Op.LOG: "np.log", Op.LOG2: "np.log2", Op.SQRT: "np.sqrt",
     Op.SIN: "np.sin", Op.COS: "np.cos", Op.TANH: "np.tanh",
 }
-
-
-def reg(dtype: dt.DType) -> str:
-    """The NumPy type a value of ``dtype`` has in registers."""
-    if dtype.name in HALF:
-        return "np.float32"
-    return "np.bool_" if dtype.is_bool else f"np.{dtype.name}"
 
 
 def literal(value: object, dtype: dt.DType) -> str:
@@ -133,16 +127,7 @@ def single_uses(fn: Function) -> set[int]:
     return {i for i in same_block if uses[i] == 1}
 
 
-def use_counts(fn: Function) -> dict[int, int]:
-    """How many operands, anywhere in ``fn``, read each value."""
-    counts: dict[int, int] = {}
-    for op in walk(fn.body):
-        for v in op.operands:
-            counts[v.id] = counts.get(v.id, 0) + 1
-    return counts
-
-
-class CpuEmitter(PyEmitter):
+class CpuEmitter(DotAccumulation, PyEmitter):
     """Renders one kernel as ``<name>_grid(start, stop, g0, g1, g2, *args)``: cubes
     ``start..stop-1`` of a ``g0 x g1 x g2`` grid, one after the other.
 
@@ -160,8 +145,7 @@ class CpuEmitter(PyEmitter):
         self.deferred: dict[int, str] = {}
         self.affine = AffineAnalysis(fn, self.name)
         self.needed = needed_values(fn, self.affine)
-        self.uses = use_counts(fn)
-        self.dot_scratch: dict[int, str] = {}  # dot result id -> its product's buffer
+        self.init_dot_accumulation(fn)
 
     def n(self, v: Value) -> str:
         return self.deferred.get(v.id) or self.name(v)
@@ -469,61 +453,6 @@ class CpuEmitter(PyEmitter):
             self.line(f"{res} = {reg(op.result.type.dtype)}({call}[0])")
         else:
             self.line(f"{res} = {call}.reshape({op.result.type.shape})")
-
-    def emit_for(self, op: Operation) -> None:
-        """A loop whose carried tile only accumulates ``dot`` products (a matmul's K loop)
-        updates it in place, through one product buffer made before the loop: a fresh tile
-        per step costs more than the product itself (measured 2x on 1024³, 256-tiles), as
-        tiles that large come from mmap and are page-faulted in anew each time."""
-        (body,) = op.regions
-        for slot, carried in enumerate(body.args[1:]):
-            dot = self._accumulating_dot(body, slot, carried)
-            if dot is not None:
-                scratch = self.fresh("product")
-                self.dot_scratch[dot.result.id] = scratch
-                shape, dtype = dot.result.type.shape, reg(dot.result.type.dtype)
-                self.line(f"{scratch} = np.empty({shape}, {dtype})")
-        super().emit_for(op)
-
-    def carried_init(self, op: Operation, slot: int, init: Value) -> str:
-        # a tile summed into in place starts as its own copy: its initial value may be
-        # another tile, or a view of one, that must not change
-        (body,) = op.regions
-        if self._accumulating_dot(body, slot, body.args[1 + slot]) is not None:
-            return f"np.copy({self.ref(init)})"
-        return self.ref(init)
-
-    def _accumulating_dot(self, body: Block, slot: int, carried: Value) -> Operation | None:
-        """The float ``dot`` that is the only reader of loop slot ``slot`` and whose result
-        is what the body yields to it, if there is one."""
-        term = body.terminator
-        if term is None or self.uses.get(carried.id) != 1:
-            return None
-        for op in body.ops:
-            if op.op is Op.DOT and op.operands[2] is carried and term.operands[slot] is op.result:
-                a, b, acc = op.operands
-                same = reg(a.type.dtype) == reg(b.type.dtype) == reg(acc.type.dtype)
-                return op if a.type.dtype.is_float and same else None
-        return None
-
-    def dot(self, op: Operation) -> None:
-        a, b, acc = op.operands
-        scratch = self.dot_scratch.get(op.result.id)
-        if scratch is not None:  # see emit_for
-            self.line(f"np.dot({self.n(a)}, {self.n(b)}, {scratch})")
-            self.line(f"{self.n(acc)} += {scratch}")
-            self.alias(op.result, self.n(acc))
-            return
-        res = self.n(op.result)
-        if a.type.dtype.is_float:
-            product = f"np.dot({self.n(a)}, {self.n(b)})"
-            if reg(acc.type.dtype) != reg(a.type.dtype):
-                product += f".astype({reg(acc.type.dtype)})"
-            self.line(f"{res} = {self.n(acc)} + {product}")
-        else:
-            wide = "np.int64"
-            self.line(f"{res} = dot_int({self.n(a)}.astype({wide}), {self.n(b)}.astype({wide}), "
-                      f"{self.n(acc)}.astype({wide})).astype({reg(acc.type.dtype)})")
 
 
 def generate(fn: Function, debug: bool) -> str:

@@ -31,7 +31,8 @@ from itertools import count
 from ...ir import Block, Function, Op, Operation, Value, walk
 from ...ir.ops import CONTROL, NOT_PURE
 from ...ir.rules import reduce_dtype
-from .codegen import BINARY_PY, NUMPY_UNARY, CpuEmitter, reg
+from .codegen import BINARY_PY, NUMPY_UNARY, CpuEmitter
+from .registers import reg
 
 ELEMENTWISE = frozenset({
     Op.CONST, Op.CUBE_POS, Op.CUBE_COUNT, Op.ARANGE, Op.FULL, Op.BROADCAST, Op.MAXIMUM,
