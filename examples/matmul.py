@@ -9,7 +9,10 @@ through K in BLOCK_K slices; ``cube.dot`` uses tensor cores where the target has
 Cubes are numbered so that GROUP_M consecutive ones walk down a column of C tiles before moving
 right ("super-grouping"): the cubes running at the same time then share rows of A and columns
 of B, which stay in the L2 cache. Ragged M, N and K are handled by masks, left out of the K loop
-when every tile is whole (EVEN). Exits non-zero if a result differs from NumPy.
+when every tile is whole (EVEN). ``Config(persistent=True)`` runs the persistent variant
+instead: one cube per GPU multiprocessor looping over C's tiles, reading A and B through tensor
+descriptors (TMA block copies on NVIDIA sm_90+, Triton's tutorial 09 in cubepy). Exits non-zero
+if a result differs from NumPy.
 """
 
 from __future__ import annotations
