@@ -160,3 +160,75 @@ def test_native_images_can_be_turned_off(cache_dir, rng, monkeypatch):
     np.testing.assert_allclose(out, _softmax_reference(x, 1.0), rtol=1e-5, atol=1e-7)
     assert _compiled(scaled_softmax, x, out, 10, 1.0, BLOCK=16).entry is None
     assert not _images(cache_dir, ".native")
+
+
+# -- reshapes: Numba's C helper for them, carried by the image (cpu/reshape.py) --
+
+
+def _numpy_view_strides(a: np.ndarray, shape: tuple, fortran: bool):
+    """NumPy's answer: the strides of ``a`` viewed as ``shape`` without a copy, or None."""
+    view = (a.T if fortran else a).view()
+    try:
+        view.shape = shape[::-1] if fortran else shape
+    except AttributeError:
+        return None
+    return view.strides[::-1] if fortran else view.strides
+
+
+@pytest.mark.parametrize("fortran", [False, True])
+def test_the_reshape_helper_agrees_with_numpy(rng, fortran):
+    from cubepy.backends.cpu.reshape import nocopy_strides
+
+    checked = 0
+    for _ in range(400):
+        shape = tuple(int(v) for v in rng.choice([1, 2, 3, 4], size=rng.integers(1, 5)))
+        a = np.zeros([s * 2 for s in shape], np.float32)[tuple(slice(None, None, 2)
+                                                                for _ in shape)]
+        if rng.random() < 0.5:
+            a = np.zeros(shape, np.float32)
+        if rng.random() < 0.3:
+            a = a.T
+        factors = [d for d in (2, 3, 1, 4, 2) if a.size % d == 0 and rng.random() < 0.5]
+        new_shape, rest = [], a.size
+        for d in factors:
+            if rest % d == 0:
+                new_shape.append(d)
+                rest //= d
+        new_shape = tuple(int(v) for v in rng.permutation(new_shape + [rest]))
+        out = np.zeros(len(new_shape), np.intp)
+        got = nocopy_strides(np.array(a.shape), np.array(a.strides), np.array(new_shape), out,
+                             a.itemsize, fortran)
+        want = _numpy_view_strides(a, new_shape, fortran)
+        assert got == (want is not None), (a.shape, a.strides, new_shape)
+        if want is not None:  # strides of length-1 axes are free
+            assert all(g == w for g, w, n in zip(out, want, new_shape) if n != 1)
+            checked += 1
+    assert checked > 100
+
+
+@cube.kernel
+def tile_copy(x, out, m, n, row_stride, col_stride, BM: cube.Comptime[int],
+              BN: cube.Comptime[int]):
+    rows = cube.cube_pos(0) * BM + cube.arange(0, BM)
+    cols = cube.cube_pos(1) * BN + cube.arange(0, BN)
+    mask = (rows[:, None] < m) & (cols[None, :] < n)  # [:, None] reshapes: Numba's helper
+    offsets = rows[:, None] * row_stride + cols[None, :] * col_stride
+    cube.store(out + offsets, cube.load(x + offsets, mask=mask), mask=mask)
+
+
+def test_one_generated_module_gets_an_image_per_dtype(cache_dir, rng):
+    """A kernel whose tiles reshape (Numba calls its C helper, which the image carries) and
+    whose generated source is the same for every dtype (Numba types it per call): each
+    specialization needs its own image, in one process and in the next."""
+    arrays = [(rng.standard_normal((20, 30)) * 50).astype(dtype)
+              for dtype in (np.int8, np.float32, np.int16, np.float64)]
+    for x in arrays:
+        out = np.zeros_like(x)
+        tile_copy[(2, 2)](x, out, 20, 30, 30, 1, BM=16, BN=16)
+        np.testing.assert_array_equal(out, x)
+    compiled = [_compiled(tile_copy, x, np.zeros_like(x), 20, 30, 30, 1, BM=16, BN=16)
+                for x in arrays]
+    assert len({c.path for c in compiled}) == 1  # one generated module...
+    assert ".reshape(" in compiled[0].source
+    assert all(c.entry is not None for c in compiled)
+    assert len(_images(cache_dir, ".native")) == len(arrays)  # ...and an image per dtype

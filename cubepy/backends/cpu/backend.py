@@ -102,25 +102,28 @@ class CpuKernel:
     def _native_entry(self) -> Any:
         """Loads the kernel's image, building it first if this process is the first to ask;
         None when the kernel cannot have one (the reason is kept in a ``.numba`` file)."""
-        stem = f"{self.path.stem}.{native.host_tag()}"
+        # one generated module can serve several dtypes (Numba types it per call): the image,
+        # compiled for this specialization's, is named after them too
+        kinds = hashlib.sha256("\n".join(self.kinds).encode()).hexdigest()[:8]
+        stem = f"{self.path.stem}.{native.host_tag()}.{kinds}"
         image_path = self.path.with_name(stem + ".native")
         refusal_path = self.path.with_name(stem + ".numba")
         if refusal_path.exists():
             return None
         if image_path.exists():
             try:
-                return native.load(image_path.read_bytes())
+                return native.load(image_path.read_bytes(), self.kinds)
             except (OSError, ValueError, RuntimeError):
                 pass  # unreadable or from another build: make it again below
         try:
-            image = native.build(self.grid_fn, self.kinds, f"cubepy_entry_{self.path.stem}")
+            image = native.build(self.grid_fn, self.kinds, f"cubepy_entry_{stem}".replace(".", "_"))
         except (native.NoImage, RuntimeError, AttributeError) as why:
             # AttributeError/RuntimeError: an llvmlite without the API or that rejects the
             # module; the kernel still runs, through Numba, and the file says why
             _write_atomic(refusal_path, str(why).encode())
             return None
         _write_atomic(image_path, image)
-        return native.load(image)
+        return native.load(image, self.kinds)
 
     def launch(self, grid: tuple[int, int, int], args: list[Any]) -> None:
         if grid[0] * grid[1] * grid[2] == 0:

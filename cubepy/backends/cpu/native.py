@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-FORMAT = "cubepy-native-2"  # bump when the image's layout or entry convention changes
+FORMAT = "cubepy-native-3"  # bump when the image's layout or entry convention changes
 GRID_ARGS = 5  # start, stop, g0, g1, g2: the grid function's leading int64 arguments
 # The fields of a 1-D C-contiguous NumPy array as Numba's calling convention passes them:
 # meminfo, parent, nitems, itemsize, data, shape[0], strides[0].
@@ -39,6 +39,7 @@ _SCALAR_CTYPES = {"i1": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_int
                   "double": ctypes.c_double}
 # Numba's runtime frees what it allocates through these; the image brings its own (below).
 _RUNTIME_SYMBOLS = ("NRT_", "numba_", "Py", "_Py")
+RESHAPE_HELPER = "numba_attempt_nocopy_reshape"  # a C helper of Numba's; reshape.py is ours
 
 # Numba's arrays keep a MemInfo {refct, dtor, dtor_info, data, size, external_allocator};
 # compiled code reads `data` (field 3) and counts references inline, calling these for
@@ -148,6 +149,8 @@ def build(grid_fn: Any, kinds: list[str], entry: str) -> bytes:
     support = llvm.parse_assembly(_ALLOCATOR_IR + _entry_ir(entry, native_name, params, kinds))
     support.triple, support.data_layout = module.triple, module.data_layout
     module.link_in(support)
+    if _declares(module, RESHAPE_HELPER):
+        _link_reshape_helper(module)
     _keep_only(module, entry)
     missing = _unresolvable(module)
     if missing:
@@ -155,6 +158,49 @@ def build(grid_fn: Any, kinds: list[str], entry: str) -> bytes:
     header = json.dumps({"format": FORMAT, "entry": entry, "params": params[2:],
                          "kinds": kinds}).encode()
     return header + b"\n" + library._codegen._tm.emit_object(module)
+
+
+def _declares(module: Any, name: str) -> bool:
+    try:
+        return module.get_function(name).is_declaration
+    except NameError:
+        return False
+
+
+@functools.cache
+def _reshape_helper() -> tuple[Any, str, list[str]]:
+    """Our compilation of Numba's reshape helper (reshape.py): its code library (kept here:
+    its LLVM module dies with it), its native function's name and parameter types."""
+    from . import reshape
+
+    library, name = reshape.compiled()
+    function = library._final_module.get_function(name)
+    return library, name, [str(arg.type) for arg in function.arguments]
+
+
+def _link_reshape_helper(module: Any) -> None:
+    """Give ``module`` a definition of Numba's C helper for reshapes (reshape.py's, compiled)."""
+    import llvmlite.binding as llvm
+
+    library, name, params = _reshape_helper()
+    arguments = ["i64", "ptr", "ptr", "i64", "ptr", "ptr", "i64", "i32"]
+    if params != ["ptr", "ptr", *arguments]:
+        raise NoImage(f"unexpected reshape helper parameters {params}")
+    module.link_in(library._final_module.clone())
+    named = [f"{t} %a{i}" for i, t in enumerate(arguments)]
+    shim = llvm.parse_assembly("\n".join([
+        f"declare i32 @\"{name}\"({', '.join(params)})",
+        f"define i32 @{RESHAPE_HELPER}({', '.join(named)}) {{",
+        "entry:",
+        "  %ret = alloca i64  ; room for any integer the callee's return slot holds",
+        "  %excinfo = alloca ptr",
+        f"  %status = call i32 @\"{name}\"(ptr %ret, ptr %excinfo, {', '.join(named)})",
+        "  %result = load i32, ptr %ret",
+        "  ret i32 %result",
+        "}",
+    ]))
+    shim.triple, shim.data_layout = module.triple, module.data_layout
+    module.link_in(shim)
 
 
 def _compiled_library(grid_fn: Any, kinds: list[str]) -> tuple[Any, str]:
@@ -258,12 +304,15 @@ _engine: Any = None
 _loaded: dict[str, Any] = {}  # entry name -> ctypes function; an object is added once
 
 
-def load(image: bytes) -> Any:
-    """The ctypes function of an image's entry (``ValueError`` if the image is not one)."""
+def load(image: bytes, kinds: list[str]) -> Any:
+    """The ctypes function of an image's entry, which must take arguments of ``kinds``
+    (``ValueError`` if the image is not one, or is for other arguments)."""
     head, _, code = image.partition(b"\n")
     meta = json.loads(head)
     if meta.get("format") != FORMAT:
         raise ValueError(f"not a {FORMAT} image")
+    if meta.get("kinds") != kinds:
+        raise ValueError(f"an image for arguments {meta.get('kinds')}, not {kinds}")
     with _engine_lock:
         if meta["entry"] in _loaded:
             return _loaded[meta["entry"]]
