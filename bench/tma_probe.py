@@ -24,9 +24,8 @@ def _tile_of(tile, num_m, num_n, GROUP: tl.constexpr):
 
 
 @triton.jit
-def mm_pointers(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                GROUP: tl.constexpr):
-    pm, pn = _tile_of(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+def _pointer_tile(a, b, c, N, K, pm, pn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    # C's tile (pm, pn) from pointer-tile loads, K slice by K slice (inlined by Triton)
     rm = pm * BM + tl.arange(0, BM)
     rn = pn * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
@@ -39,21 +38,30 @@ def mm_pointers(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.con
 
 
 @triton.jit
+def mm_pointers(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                GROUP: tl.constexpr):
+    pm, pn = _tile_of(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    _pointer_tile(a, b, c, N, K, pm, pn, BM, BN, BK)
+
+
+@triton.jit
 def mm_pointers_persistent(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                            BK: tl.constexpr, GROUP: tl.constexpr, SMS: tl.constexpr,
                            FLAT: tl.constexpr):
     num_m, num_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
     for tile in tl.range(tl.program_id(0), num_m * num_n, SMS, flatten=FLAT):
         pm, pn = _tile_of(tile, num_m, num_n, GROUP)
-        rm = pm * BM + tl.arange(0, BM)
-        rn = pn * BN + tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        acc = tl.zeros((BM, BN), tl.float32)
-        for k in range(0, K, BK):
-            x = tl.load(a + rm[:, None] * K + (k + rk)[None, :])
-            y = tl.load(b + (k + rk)[:, None] * N + rn[None, :])
-            acc = tl.dot(x, y, acc)
-        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(tl.bfloat16))
+        _pointer_tile(a, b, c, N, K, pm, pn, BM, BN, BK)
+
+
+@triton.jit
+def _tma_tile(a_desc, b_desc, c_desc, K, pm, pn, BM: tl.constexpr, BN: tl.constexpr,
+              BK: tl.constexpr):
+    # C's tile (pm, pn) from TMA block loads (inlined by Triton)
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([pm * BM, k]), b_desc.load([k, pn * BN]), acc)
+    c_desc.store([pm * BM, pn * BN], acc.to(tl.bfloat16))
 
 
 @triton.jit
@@ -63,10 +71,7 @@ def mm_tma(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexp
     b_desc = tl.make_tensor_descriptor(b, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
     c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
     pm, pn = _tile_of(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
-    acc = tl.zeros((BM, BN), tl.float32)
-    for k in range(0, K, BK):
-        acc = tl.dot(a_desc.load([pm * BM, k]), b_desc.load([k, pn * BN]), acc)
-    c_desc.store([pm * BM, pn * BN], acc.to(tl.bfloat16))
+    _tma_tile(a_desc, b_desc, c_desc, K, pm, pn, BM, BN, BK)
 
 
 @triton.jit
@@ -80,10 +85,7 @@ def mm_tma_persistent(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: 
     for tile in tl.range(tl.program_id(0), num_m * num_n, SMS, flatten=FLAT,
                          warp_specialize=WS):
         pm, pn = _tile_of(tile, num_m, num_n, GROUP)
-        acc = tl.zeros((BM, BN), tl.float32)
-        for k in range(0, K, BK):
-            acc = tl.dot(a_desc.load([pm * BM, k]), b_desc.load([k, pn * BN]), acc)
-        c_desc.store([pm * BM, pn * BN], acc.to(tl.bfloat16))
+        _tma_tile(a_desc, b_desc, c_desc, K, pm, pn, BM, BN, BK)
 
 
 def probe_shape(m: int, n: int, k: int, sms: int) -> None:

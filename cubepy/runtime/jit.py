@@ -64,16 +64,12 @@ class Kernel:
         simple = type(grid) is tuple and 1 <= len(grid) <= 3 and all(
             type(g) is int and g >= 0 for g in grid)
         grid3 = grid + (1,) * (3 - len(grid)) if simple else None
-        fast, fast_key = self._fast, self._fast_key
+        fast_entry = self._fast_entry
 
         def launch(*args: Any, **kwargs: Any) -> None:
             try:
                 if grid3 is not None:  # a cached kernel on a plain grid: straight to its launcher
-                    key = fast_key(args, kwargs)
-                    try:
-                        entry = fast.get(key) if key is not None else None
-                    except TypeError:  # an unhashable comptime value: the full path
-                        entry = None
+                    entry = fast_entry(args, kwargs)[1]
                     if entry is not None:
                         entry[1](grid3, list(args))
                         return
@@ -146,18 +142,10 @@ class Kernel:
     # ---- public ----
 
     def launch(self, grid: Any, args: tuple, kwargs: dict) -> None:
-        fast_key = self._fast_key(args, kwargs)
-        try:  # the key's one hashing: an unhashable comptime value sends it the full way
-            entry = self._fast.get(fast_key) if fast_key is not None else None
-        except TypeError:
-            fast_key = entry = None
-        if entry is not None:
+        fast_key, entry = self._fast_entry(args, kwargs)
+        if entry is not None:  # plain grids took kernel[grid]'s own fast path before this
             meta, launcher = entry
-            if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] >= 0:
-                grid = (grid[0], 1, 1)  # the commonest grid, without normalize_grid's checks
-            else:
-                grid = normalize_grid(grid, meta, self.fn.__name__)
-            launcher(grid, list(args))
+            launcher(normalize_grid(grid, meta, self.fn.__name__), list(args))
             return
         try:
             compiled, bound, _ = self.compiled(args, kwargs)
@@ -170,6 +158,17 @@ class Kernel:
         compiled.launch(normalize_grid(grid, meta, self.fn.__name__), runtime_args)
         if fast_key is not None:  # only after a launch that checked everything succeeded
             self._fast[fast_key] = (meta, launcher)
+
+    def _fast_entry(self, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+        """(key, entry): the fast-path key of this launch (None when it cannot take the fast
+        path) and the cached (meta, launcher) of an earlier launch like it, if any."""
+        key = self._fast_key(args, kwargs)
+        if key is None:
+            return None, None
+        try:  # the key's one hashing
+            return key, self._fast.get(key)
+        except TypeError:  # an unhashable comptime value: the full path explains it
+            return None, None
 
     def _fast_key(self, args: tuple, kwargs: dict) -> Any:
         """A cheap key for the common launch shape (runtime arguments by position, comptime

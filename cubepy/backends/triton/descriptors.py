@@ -161,7 +161,7 @@ def device_address(array: Any) -> int:
     return 1  # not a device array: never aligned, so the pointer variant explains the error
 
 
-_allocate: Any = None
+_allocator: Any = None  # (triton.set_allocator, our allocator) once looked up; False: no torch
 
 
 def ensure_allocator() -> bool:
@@ -169,17 +169,21 @@ def ensure_allocator() -> bool:
     ours takes it from torch. Triton keeps the allocator in a context variable, which threads
     do not share (the autotuner launches from worker threads), so it is set on every call.
     False when torch is missing (the pointer variant runs)."""
-    global _allocate
-    if _allocate is None:
+    global _allocator
+    if _allocator is None:  # looked up once: a failing import on every launch would be slow
         try:
             import torch
         except ImportError:
-            return False
+            _allocator = False
+        else:
+            import triton
 
-        def _allocate(size: int, alignment: int, stream: Any) -> Any:
-            return torch.empty(size, dtype=torch.int8, device="cuda")
+            def allocate(size: int, alignment: int, stream: Any) -> Any:
+                return torch.empty(size, dtype=torch.int8, device="cuda")
 
-    import triton
-
-    triton.set_allocator(_allocate)
+            _allocator = (triton.set_allocator, allocate)
+    if not _allocator:
+        return False
+    set_allocator, allocate = _allocator
+    set_allocator(allocate)
     return True
