@@ -56,6 +56,14 @@ def rate(flops: float, seconds: float) -> str:
     return f"{value / 1e12:.1f} TFLOP/s" if value >= 1e11 else f"{value / 1e9:.2f} GFLOP/s"
 
 
+def medians_in_turns(time_of, first, second, rounds: int = 5) -> tuple[float, float]:
+    """Median seconds of ``first`` and of ``second``, timed alternately ``rounds`` times each
+    by ``time_of``: a GPU's clocks drift by a few percent within a run (its power and heat),
+    which two back-to-back timings book against whichever ran second."""
+    times = [(time_of(first), time_of(second)) for _ in range(rounds)]
+    return (statistics.median(t[0] for t in times), statistics.median(t[1] for t in times))
+
+
 def median_wall(fn, repeat: int = 3) -> float:
     fn()  # warm-up: compiles on the first call
     times = []
@@ -131,9 +139,7 @@ class TritonEnv:
             if ours is None:
                 seconds, ours_seconds = self.time(peer), None
             else:
-                times = [(self.time(peer), self.time(ours)) for _ in range(rounds)]
-                seconds = statistics.median(t[0] for t in times)
-                ours_seconds = statistics.median(t[1] for t in times)
+                seconds, ours_seconds = medians_in_turns(self.time, peer, ours, rounds)
         finally:
             torch.backends.cuda.matmul.allow_tf32 = before
         tag = "" if a.dtype != torch.float32 else (", TF32" if tf32 else ", no TF32")

@@ -4,8 +4,10 @@ the results for ``autotune_cache/`` (issue 5's H200 figures).
     python bench/h200_autotune.py --out DIR      # DIR receives the exported JSON files
 
 Cold tuning: the first call of each key benchmarks every config (the tuner's own clock, CUDA
-events). Warm: a fresh process with the same cache folder reaches its first result without
-benchmarking; its time beyond compilation is reported.
+events). The tuned call and cuBLAS (``torch.matmul``) are then timed in turns, five
+``do_bench`` medians each, and their medians compared. Warm: a fresh process with the same
+cache folder reaches its first result without benchmarking; its time beyond compilation is
+reported.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+
+from gpu_bench_triton import medians_in_turns  # noqa: E402
 
 from cubepy.autotune import STATS  # noqa: E402
 from examples import matmul as mm  # noqa: E402
@@ -44,11 +48,11 @@ def run(shapes, dtype: str) -> list[dict]:
         tuned_matmul(a, b, c, m, n, k)
         torch.cuda.synchronize()
         first = time.perf_counter() - start
-        ours = triton.testing.do_bench(
-            lambda a=a, b=b, c=c, m=m, n=n, k=k: tuned_matmul(a, b, c, m, n, k),
-            return_mode="median")
-        peer = triton.testing.do_bench(lambda a=a, b=b: torch.matmul(a, b),
-                                       return_mode="median")
+        out = torch.empty_like(c)
+        peer, ours = medians_in_turns(
+            lambda fn: triton.testing.do_bench(fn, return_mode="median"),
+            lambda a=a, b=b, out=out: torch.matmul(a, b, out=out),
+            lambda a=a, b=b, c=c, m=m, n=n, k=k: tuned_matmul(a, b, c, m, n, k))
         rows.append({"shape": [m, n, k], "dtype": dtype, "first_call_s": first,
                      "tuned": STATS.tunings > before, "ours_ms": ours, "cublas_ms": peer,
                      "ratio": peer / ours, "best": tuned_matmul.last_config.as_json()

@@ -16,7 +16,7 @@ import triton.language as tl
 
 
 @triton.jit
-def _tile_of(tile, num_m, num_n, GROUP: tl.constexpr):
+def tile_of(tile, num_m, num_n, GROUP: tl.constexpr):
     in_group = GROUP * num_n
     first_m = (tile // in_group) * GROUP
     size = tl.minimum(num_m - first_m, GROUP)
@@ -40,7 +40,7 @@ def _pointer_tile(a, b, c, N, K, pm, pn, BM: tl.constexpr, BN: tl.constexpr, BK:
 @triton.jit
 def mm_pointers(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                 GROUP: tl.constexpr):
-    pm, pn = _tile_of(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    pm, pn = tile_of(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
     _pointer_tile(a, b, c, N, K, pm, pn, BM, BN, BK)
 
 
@@ -50,7 +50,7 @@ def mm_pointers_persistent(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                            FLAT: tl.constexpr):
     num_m, num_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
     for tile in tl.range(tl.program_id(0), num_m * num_n, SMS, flatten=FLAT):
-        pm, pn = _tile_of(tile, num_m, num_n, GROUP)
+        pm, pn = tile_of(tile, num_m, num_n, GROUP)
         _pointer_tile(a, b, c, N, K, pm, pn, BM, BN, BK)
 
 
@@ -70,7 +70,7 @@ def mm_tma(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexp
     a_desc = tl.make_tensor_descriptor(a, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
     b_desc = tl.make_tensor_descriptor(b, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
     c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-    pm, pn = _tile_of(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    pm, pn = tile_of(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
     _tma_tile(a_desc, b_desc, c_desc, K, pm, pn, BM, BN, BK)
 
 
@@ -84,7 +84,7 @@ def mm_tma_persistent(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: 
     num_m, num_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
     for tile in tl.range(tl.program_id(0), num_m * num_n, SMS, flatten=FLAT,
                          warp_specialize=WS):
-        pm, pn = _tile_of(tile, num_m, num_n, GROUP)
+        pm, pn = tile_of(tile, num_m, num_n, GROUP)
         _tma_tile(a_desc, b_desc, c_desc, K, pm, pn, BM, BN, BK)
 
 

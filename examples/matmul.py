@@ -46,20 +46,26 @@ def activate(acc, ACTIVATION: cube.Comptime[str]):
     return acc
 
 
+@cube.func
+def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: cube.Comptime[int]):
+    # Tile number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
+    num_pid_in_group = GROUP_M * num_pid_n
+    first_pid_m = (tile // num_pid_in_group) * GROUP_M
+    # at least 1 (it is, for every tile there is): written so, the compiler can prove that
+    # the persistent kernel's block corners are never negative, which TMA block loads need
+    group_size_m = cube.maximum(cube.minimum(num_pid_m - first_pid_m, GROUP_M), 1)
+    return (first_pid_m + (tile % num_pid_in_group) % group_size_m,
+            (tile % num_pid_in_group) // group_size_m)
+
+
 @cube.kernel
 def matmul_kernel(a, b, c, M, N, K, stride_am, stride_bk, stride_cm,
                   BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
                   BLOCK_K: cube.Comptime[int], GROUP_M: cube.Comptime[int],
                   EVEN: cube.Comptime[bool], ACTIVATION: cube.Comptime[str]):
-    # Cube number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
-    pid = cube.cube_pos(0)
     num_pid_m = (M + BLOCK_M - 1) // BLOCK_M  # cube.cdiv, which kernels cannot call yet
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
-    num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (pid // num_pid_in_group) * GROUP_M
-    group_size_m = cube.minimum(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    pid_m, pid_n = grouped_tile(cube.cube_pos(0), num_pid_m, num_pid_n, GROUP_M)
 
     rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
@@ -85,18 +91,6 @@ def matmul_kernel(a, b, c, M, N, K, stride_am, stride_bk, stride_cm,
     # The store rounds the float32 accumulator to C's dtype.
     cube.store(c + rm[:, None] * stride_cm + rn[None, :], acc,
                mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-@cube.func
-def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M: cube.Comptime[int]):
-    # Tile number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
-    num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (tile // num_pid_in_group) * GROUP_M
-    # at least 1 (it is, for every tile there is): written so, the compiler can prove the
-    # block corners below are never negative, which its TMA block loads need
-    group_size_m = cube.maximum(cube.minimum(num_pid_m - first_pid_m, GROUP_M), 1)
-    return (first_pid_m + (tile % num_pid_in_group) % group_size_m,
-            (tile % num_pid_in_group) // group_size_m)
 
 
 @cube.kernel

@@ -3,11 +3,13 @@
 The loop (``benchmark``): every candidate first runs once on restored inputs (this compiles
 it and is its warm-up); its outputs are compared with those of the first candidate that ran
 (a wrong one is discarded). Then the survivors are timed round-robin, each sample being
-enough back-to-back runs to last ``SAMPLE_SECONDS`` (a lone 50 µs kernel would be timed
-together with the launch gap before it); from the second round
+enough runs to last ``SAMPLE_SECONDS`` (a lone 50 µs kernel would be timed together with the
+launch gap before it; on CUDA each run starts from a cold L2 cache); from the second round
 on, a candidate whose fastest run is slower than ``drop_ratio`` × the leader's median is
 dropped; the rest keep being timed until ``rep`` rounds or ``max_seconds`` have passed (at
-least three rounds). The winner has the least median.
+least three rounds). Those within ``tie_ratio`` (3 %) of the leader's median are the
+finalists (the rest are dropped): they take turns for up to ``rep`` more rounds, and the one
+with the least median wins.
 
 Example:
     >>> timer = timer_for("cpu", [])
@@ -29,16 +31,22 @@ import numpy as np
 
 from .config import Config
 
-Timer = Callable[[Callable[[], Any]], float]
+Timer = Callable[..., float]  # timer(once, count=1): seconds of ``count`` runs of ``once()``
 
 
 # ---- clocks ----
 
-def wall_clock(run: Callable[[], Any]) -> float:
-    """Seconds ``run()`` takes on the host clock (the CPU target's timer)."""
+def wall_clock(run: Callable[[], Any], count: int = 1) -> float:
+    """Seconds ``count`` back-to-back runs of ``run()`` take on the host clock (the CPU
+    target's timer)."""
     started = time.perf_counter()
-    run()
+    _repeat(run, count)
     return time.perf_counter() - started
+
+
+def _repeat(run: Callable[[], Any], count: int) -> None:
+    for _ in range(count):
+        run()
 
 
 def _array_library(arrays: Sequence[Any]) -> str | None:
@@ -51,18 +59,39 @@ def _array_library(arrays: Sequence[Any]) -> str | None:
     return None
 
 
+_FLUSH_BYTES = 256 << 20  # when the L2 cache's size is unknown
+
+
 def _event_timer(library: str) -> Timer:
-    """A timer from CUDA events of torch or CuPy (device time, measured on the stream)."""
+    """A timer from CUDA events of torch or CuPy (device time, measured on the stream).
+
+    Each run starts with a cold L2 cache: a buffer twice the cache's size is zeroed before
+    it, untimed, as a call in a program finds its inputs evicted by the work before it (back
+    to back, a 4096³ matmul kept much of its inputs in the H200's L2 and the tuner preferred
+    configs that are slower from a cold cache). The zeroing also keeps the GPU busy while
+    the host queues the run, so no launch gap is timed; it is what ``triton.testing.do_bench``
+    does.
+    """
     if library == "torch":
         import torch
+
+        l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()),
+                     "L2_cache_size", 0)
+        scratch = torch.empty(2 * l2 or _FLUSH_BYTES, dtype=torch.int8, device="cuda")
 
         def make() -> Any:
             return torch.cuda.Event(enable_timing=True)
 
         def elapsed(start: Any, end: Any) -> float:
             return start.elapsed_time(end) / 1e3
+
+        def flush() -> None:
+            scratch.zero_()
     else:
         import cupy
+
+        l2 = cupy.cuda.Device().attributes.get("L2CacheSize", 0)
+        scratch = cupy.empty(2 * l2 or _FLUSH_BYTES, dtype=cupy.int8)
 
         def make() -> Any:
             return cupy.cuda.Event()
@@ -70,13 +99,20 @@ def _event_timer(library: str) -> Timer:
         def elapsed(start: Any, end: Any) -> float:
             return cupy.cuda.get_elapsed_time(start, end) / 1e3
 
-    def timer(run: Callable[[], Any]) -> float:
-        start, end = make(), make()
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        return elapsed(start, end)
+        def flush() -> None:
+            scratch.fill(0)
+
+    def timer(run: Callable[[], Any], count: int = 1) -> float:
+        events = []
+        for _ in range(count):
+            start, end = make(), make()
+            flush()
+            start.record()
+            run()
+            end.record()
+            events.append((start, end))
+        events[-1][1].synchronize()
+        return sum(elapsed(start, end) for start, end in events)
 
     return timer
 
@@ -98,13 +134,17 @@ def _cuda_timer(arrays: Sequence[Any]) -> Timer:
 
 def timer_for(target: str, arrays: Sequence[Any]) -> Timer:
     """The clock of ``target``: the host clock on ``cpu``, CUDA events on ``triton`` with a
-    GPU, timestamp queries on ``wgsl`` (the wall clock where the device has none)."""
+    GPU (each run from a cold L2 cache), timestamp queries on ``wgsl`` (the wall clock where
+    the device has none). ``timer(once, count)`` returns the seconds of ``count`` runs."""
     if target == "triton":
         return _cuda_timer(arrays)
     if target == "wgsl":
         from ..backends.wgsl.timing import time_launches
 
-        return lambda run: time_launches(run)
+        def timer(run: Callable[[], Any], count: int = 1) -> float:
+            return time_launches(lambda: _repeat(run, count))
+
+        return timer
     return wall_clock
 
 
@@ -359,14 +399,10 @@ def _check(outcome: Outcome, run: Callable[[Config], Any],
 SAMPLE_SECONDS = 2e-3  # one timed sample runs a candidate this long at least (at most 100x)
 
 
-def _run_times(run: Callable[[Config], Any], config: Config, count: int) -> None:
-    for _ in range(count):
-        run(config)
-
-
 def _repeats_per_sample(timer: Timer, once: Callable[[], Any]) -> int:
-    """How many back-to-back runs one sample times: a short kernel timed alone measures the
-    launch gap around it as much as the kernel, and picks winners by noise."""
+    """How many runs one sample times: a short kernel timed alone measures the clock's
+    resolution and the launch gap around it as much as the kernel, and picks winners by
+    noise."""
     try:
         seconds = timer(once)
     except Exception:  # noqa: BLE001 - the timing loop reports the error on this candidate
@@ -374,13 +410,51 @@ def _repeats_per_sample(timer: Timer, once: Callable[[], Any]) -> int:
     return max(1, min(100, int(SAMPLE_SECONDS / max(seconds, 1e-7))))
 
 
+def _timing_rounds(alive: list[Outcome], rounds: int, run: Callable[[Config], Any],
+                   timer: Timer, repeats: Mapping[int, int], *, drop_ratio: float | None,
+                   max_seconds: float, report: Callable[[int, list[Outcome]], None]
+                   ) -> list[Outcome]:
+    """Time ``alive`` round-robin for up to ``rounds`` rounds, stopping once three rounds are
+    done and ``max_seconds`` have passed; with ``drop_ratio``, candidates whose fastest run is
+    slower than that × the leader's median are dropped from the second round on. Returns the
+    survivors."""
+    started = time.perf_counter()
+    for round_index in range(rounds):
+        for outcome in alive:
+            try:
+                count = repeats[outcome.index]
+                once = functools.partial(run, outcome.config)
+                outcome.samples.append(timer(once, count) / count)
+            except Exception as err:
+                outcome.status, outcome.error = "error", err
+                outcome.detail = f"{type(err).__name__}: {err}".splitlines()[0][:300]
+        alive = [o for o in alive if o.status == "ok"]
+        if not alive:
+            break
+        leader = min(o.median for o in alive)
+        if drop_ratio is not None and round_index >= 1:
+            for outcome in alive:  # its fastest run, so that one hiccup drops nobody
+                if min(outcome.samples) > drop_ratio * leader:
+                    outcome.status = "dropped"
+                    outcome.detail = (f"{outcome.median / leader:.2f}x the leader's time after "
+                                      f"{len(outcome.samples)} runs")
+            alive = [o for o in alive if o.status == "ok"]
+        report(round_index, alive)
+        if len(alive) <= 1 or (round_index >= 2 and time.perf_counter() - started > max_seconds):
+            break
+    return alive
+
+
 def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], Any],
               observe: Callable[[Any], dict[str, np.ndarray]], snapshot: Snapshot,
               timer: Timer, *, warmup: int = 1, rep: int = 10, drop_ratio: float = 1.5,
               max_seconds: float = 1.0, progress: Progress | None = None,
-              parallel_warmup: bool = False) -> list[Outcome]:
+              parallel_warmup: bool = False, tie_ratio: float = 1.03) -> list[Outcome]:
     """Check and time every candidate (see the module docstring); the outcomes, in order.
-    ``parallel_warmup`` first compiles the candidates concurrently (``warm_up_in_parallel``)."""
+    ``parallel_warmup`` first compiles the candidates concurrently (``warm_up_in_parallel``).
+    Candidates whose median is within ``tie_ratio`` of the leader's are finalists: they are
+    timed for up to ``rep`` more rounds, in turns among themselves, before the least median
+    wins (GPU configs often differ by 1-3 %, about the spread of ten samples)."""
     outcomes = [Outcome(index, cfg) for index, cfg in candidates]
     if parallel_warmup and len(outcomes) > 1:
         warm_up_in_parallel([o.config for o in outcomes], run)
@@ -393,32 +467,35 @@ def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], 
         if progress:
             progress.update(f"checked {done}/{len(outcomes)}")
     alive = [o for o in outcomes if o.status == "ok"]
+    if len(alive) <= 1:
+        return outcomes
     repeats = {o.index: _repeats_per_sample(timer, functools.partial(run, o.config))
-               for o in alive} if len(alive) > 1 else {}
-    started = time.perf_counter()
-    for round_index in range(rep if len(alive) > 1 else 0):
+               for o in alive}
+
+    def report(stage: str) -> Callable[[int, list[Outcome]], None]:
+        def update(round_index: int, left: list[Outcome]) -> None:
+            if progress:
+                progress.update(f"{stage} round {round_index + 1}/{rep}, {len(left)} left, "
+                                f"best so far {describe_best(outcomes)}")
+        return update
+
+    alive = _timing_rounds(alive, rep, run, timer, repeats, drop_ratio=drop_ratio,
+                           max_seconds=max_seconds, report=report("timing"))
+    leader = min((o.median for o in alive), default=float("inf"))
+    finalists = [o for o in alive if o.median <= tie_ratio * leader]
+    if len(finalists) > 1:
+        # The rest leave the race now: the finalists' later samples may come from a hotter
+        # GPU, so a median over both phases is comparable among finalists only.
         for outcome in alive:
-            try:
-                count = repeats[outcome.index]
-                batch = functools.partial(_run_times, run, outcome.config, count)
-                outcome.samples.append(timer(batch) / count)
-            except Exception as err:
-                outcome.status, outcome.error = "error", err
-                outcome.detail = f"{type(err).__name__}: {err}".splitlines()[0][:300]
-        alive = [o for o in alive if o.status == "ok"]
-        if not alive:
-            break
-        leader = min(o.median for o in alive)
-        if round_index >= 1:
-            for outcome in alive:  # its fastest run, so that one hiccup drops nobody
-                if min(outcome.samples) > drop_ratio * leader:
-                    outcome.status = "dropped"
-                    outcome.detail = (f"{outcome.median / leader:.2f}x the leader's time after "
-                                      f"{len(outcome.samples)} runs")
-            alive = [o for o in alive if o.status == "ok"]
-        if progress:
-            progress.update(f"timing round {round_index + 1}/{rep}, {len(alive)} left, "
-                            f"best so far {describe_best(outcomes)}")
-        if len(alive) <= 1 or (round_index >= 2 and time.perf_counter() - started > max_seconds):
-            break
+            if outcome not in finalists:
+                outcome.status = "dropped"
+                outcome.detail = (f"{outcome.median / leader:.3f}x the leader's time after "
+                                  f"{len(outcome.samples)} runs: not a finalist")
+        before = {o.index: len(o.samples) for o in finalists}
+        _timing_rounds(finalists, rep, run, timer, repeats, drop_ratio=None,
+                       max_seconds=max_seconds, report=report("final"))
+        for outcome in finalists:
+            if outcome.status == "ok":
+                outcome.detail = (f"finalist: {len(outcome.samples) - before[outcome.index]} "
+                                  f"more runs in turns with {len(finalists) - 1} others")
     return outcomes

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import statistics
 import sys
 import textwrap
 from pathlib import Path
@@ -223,3 +224,59 @@ def test_compare_tolerances():
     ints = {"i": np.arange(5)}
     assert bench.compare(ints, {"i": np.arange(5) + (np.arange(5) == 2)}) is not None
     assert bench.compare(ref, {"out": ref["out"][:10]}).startswith("'out': shape")
+
+
+def _scripted_benchmark(seconds_of, rep: int = 10) -> list[bench.Outcome]:
+    """``bench.benchmark`` over configs C(I=0..), each run taking ``seconds_of(index, nth)``
+    seconds on a scripted clock (its nth run, counted from 0)."""
+    runs: dict[int, int] = {}
+    pending: list[float] = []
+
+    def run(config):
+        index = config.kwargs["I"]
+        pending.append(seconds_of(index, runs.get(index, 0)))
+        runs[index] = runs.get(index, 0) + 1
+        return np.zeros(2)
+
+    def timer(once, count: int = 1) -> float:
+        pending.clear()
+        for _ in range(count):
+            once()
+        return sum(pending)
+
+    candidates = [(i, cube.Config(I=i)) for i in range(4)]
+    return bench.benchmark(candidates, run, lambda out: {"out": out}, bench.Snapshot({}),
+                           timer, warmup=0, rep=rep, max_seconds=60.0)
+
+
+def test_close_candidates_are_timed_again_in_turns():
+    costs = [2e-3, 2.04e-3, 2.4e-3, 6e-3]  # C1 within 3 % of C0, C2 not; C3 too slow
+
+    def seconds(index, nth):
+        # the GPU heats up during the final rounds (runs 12 on: the check, sizing a sample,
+        # ten samples of one run before): the finalists' medians pass C2's
+        return costs[index] * (1.5 if index < 2 and nth >= 12 else 1.0)
+
+    outcomes = _scripted_benchmark(seconds)
+    first, close, far, slow = outcomes
+    assert slow.status == "dropped" and len(slow.samples) == 2
+    assert far.status == "dropped" and len(far.samples) == 10
+    assert far.detail == "1.200x the leader's time after 10 runs: not a finalist"
+    for finalist in (first, close):
+        assert finalist.status == "ok" and len(finalist.samples) == 20
+        assert finalist.detail == "finalist: 10 more runs in turns with 1 others"
+    assert far.median < first.median < close.median  # C2 is not eligible: C0 wins
+    assert min((o for o in outcomes if o.status == "ok"), key=lambda o: o.median) is first
+
+
+def test_a_lucky_start_does_not_decide_a_close_race():
+    # C1 runs 1 % faster than C0 in the first ten rounds only (a cool GPU, a quiet host), 2 %
+    # slower afterwards: over the finalists' rounds as well, C0 wins.
+    def seconds(index, nth):
+        if index == 1:  # runs 0-21: the check, sizing a sample, ten samples of two runs
+            return 0.99e-3 if nth < 22 else 1.02e-3
+        return [1e-3, 1e-3, 1.5e-3, 2e-3][index]
+
+    outcomes = _scripted_benchmark(seconds)
+    assert statistics.median(outcomes[1].samples[:10]) < outcomes[0].median  # led at first
+    assert min(outcomes, key=lambda o: o.median).index == 0
