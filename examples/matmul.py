@@ -11,7 +11,8 @@ right ("super-grouping"): the cubes running at the same time then share rows of 
 of B, which stay in the L2 cache. Ragged M, N and K are handled by masks, left out of the K loop
 when every tile is whole (EVEN). ``Config(persistent=True)`` runs the persistent variant
 instead: one cube per GPU multiprocessor looping over C's tiles, reading A and B through tensor
-descriptors (TMA block copies on NVIDIA sm_90+, Triton's tutorial 09 in cubepy). Exits non-zero
+descriptors (TMA block copies on NVIDIA sm_90+, Triton's tutorial 09 in cubepy), and with
+``c_descriptor=True`` writing C through one as well. Exits non-zero
 if a result differs from NumPy.
 """
 
@@ -96,12 +97,15 @@ def matmul_kernel(a, b, c, M, N, K, stride_am, stride_bk, stride_cm,
 @cube.kernel
 def matmul_persistent_kernel(a, b, c, M, N, K, BLOCK_M: cube.Comptime[int],
                              BLOCK_N: cube.Comptime[int], BLOCK_K: cube.Comptime[int],
-                             GROUP_M: cube.Comptime[int], ACTIVATION: cube.Comptime[str]):
+                             GROUP_M: cube.Comptime[int], ACTIVATION: cube.Comptime[str],
+                             C_DESCRIPTOR: cube.Comptime[bool] = False):
     # Persistent: as many cubes as the GPU runs at once, each looping over C's tiles, so one
     # tile's epilogue overlaps the next one's loads. A and B are read through tensor
-    # descriptors: TMA block copies on NVIDIA GPUs (sm_90+), masked tile loads elsewhere.
+    # descriptors: TMA block copies on NVIDIA GPUs (sm_90+), masked tile loads elsewhere;
+    # with C_DESCRIPTOR, C is written through one too.
     a_desc = cube.make_tensor_descriptor(a, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
     b_desc = cube.make_tensor_descriptor(b, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
+    c_desc = cube.make_tensor_descriptor(c, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
     num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
     for tile in range(cube.cube_pos(0), num_pid_m * num_pid_n, cube.cube_count(0)):
@@ -111,10 +115,13 @@ def matmul_persistent_kernel(a, b, c, M, N, K, BLOCK_M: cube.Comptime[int],
             acc = cube.dot(a_desc.load([pid_m * BLOCK_M, k0]),
                            b_desc.load([k0, pid_n * BLOCK_N]), acc)
         acc = activate(acc, ACTIVATION)
-        rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
-        rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
-        cube.store(c + rm[:, None] * N + rn[None, :], acc,
-                   mask=(rm[:, None] < M) & (rn[None, :] < N))
+        if C_DESCRIPTOR:  # 1-3 % faster where K is short (BENCHMARKS.md)
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc)
+        else:
+            rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
+            rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
+            cube.store(c + rm[:, None] * N + rn[None, :], acc,
+                       mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 @dataclass(frozen=True)
@@ -128,13 +135,15 @@ class Config:
     num_warps: int | None = None  # None: the target's default
     num_stages: int | None = None
     persistent: bool = False  # matmul_persistent_kernel: tensor descriptors, a loop over tiles
+    c_descriptor: bool = False  # persistent only: C written through a tensor descriptor too
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m}"
         if self.num_warps is not None:
             text += f" w{self.num_warps}"
         text += f" s{self.num_stages}" if self.num_stages is not None else ""
-        return text + (" persistent" if self.persistent else "")
+        text += " persistent" if self.persistent else ""
+        return text + (" c-descriptor" if self.c_descriptor else "")
 
     def options(self) -> dict:
         """The launch options this config sets (Triton's num_warps and num_stages)."""
@@ -161,8 +170,10 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
         matmul_persistent_kernel[(min(tiles, _concurrent_cubes(a)),)](
             a, b, c, m, n, k, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
             BLOCK_K=config.block_k, GROUP_M=config.group_m, ACTIVATION=activation,
-            **config.options(), **options)
+            C_DESCRIPTOR=config.c_descriptor, **config.options(), **options)
         return
+    if config.c_descriptor:
+        raise ValueError(f"config {config}: c_descriptor needs persistent=True")
     grid = (tiles,)
     even = m % config.block_m == 0 and n % config.block_n == 0 and k % config.block_k == 0
     matmul_kernel[grid](
@@ -190,27 +201,31 @@ def _concurrent_cubes(array) -> int:
 # Candidates for the autotuner on GPUs (H200-class): large tiles for big shapes, 16-row tiles
 # for skinny ones. Each config's entries become the keyword arguments of matmul_tuned.
 TUNING_CONFIGS = [
-    cube.Config(BM=bm, BN=bn, BK=bk, GROUP=g, num_warps=w, num_stages=s, PERSISTENT=p)
-    for bm, bn, bk, g, w, s, p in [
-        (128, 256, 64, 8, 8, 3, False), (128, 256, 64, 16, 8, 3, False),
-        (256, 128, 64, 8, 8, 3, False), (128, 256, 32, 8, 8, 5, False),
-        (128, 128, 64, 8, 4, 4, False), (16, 128, 128, 1, 4, 4, False),
-        (16, 64, 512, 1, 4, 3, False),
+    cube.Config(BM=bm, BN=bn, BK=bk, GROUP=g, num_warps=w, num_stages=s, PERSISTENT=p,
+                C_DESC=d)
+    for bm, bn, bk, g, w, s, p, d in [
+        (128, 256, 64, 8, 8, 3, False, False), (128, 256, 64, 16, 8, 3, False, False),
+        (256, 128, 64, 8, 8, 3, False, False), (128, 256, 32, 8, 8, 5, False, False),
+        (128, 128, 64, 8, 4, 4, False, False), (16, 128, 128, 1, 4, 4, False, False),
+        (16, 64, 512, 1, 4, 3, False, False),
         # persistent with TMA block loads: 4-8 % faster on big products (BENCHMARKS.md)
-        (128, 256, 64, 8, 8, 3, True), (128, 256, 64, 16, 8, 3, True),
-        (128, 256, 32, 8, 8, 5, True)]]
+        (128, 256, 64, 8, 8, 3, True, False), (128, 256, 64, 16, 8, 3, True, False),
+        (128, 256, 32, 8, 8, 5, True, False),
+        # and C stored by TMA too: 1-3 % faster where K is short
+        (128, 256, 64, 8, 8, 3, True, True), (128, 256, 64, 16, 8, 3, True, True),
+        (128, 256, 32, 8, 8, 5, True, True)]]
 
 
 @cube.autotune(configs=TUNING_CONFIGS, key=["M", "N", "K"])
 def matmul_tuned(a, b, c, M, N, K, BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT=False,
-                 target=None):
+                 C_DESC=False, target=None):
     """``c = a @ b`` with tile sizes and launch options tuned per (M, N, K) bucket, dtype and
     device; results ship in autotune_cache/ for the devices we tuned on.
 
     Example:
         >>> matmul_tuned(a, b, c, *a.shape, b.shape[1])  # doctest: +SKIP
     """
-    matmul(a, b, c, config=Config(BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT),
+    matmul(a, b, c, config=Config(BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT, C_DESC),
            target=target)
 
 

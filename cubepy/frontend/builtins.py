@@ -139,13 +139,19 @@ def _stored(ctx: Any, ptr: Value, value: Any) -> Value:
     return materialize(ctx.b, value, ptr.type.dtype)
 
 
-@lowering("store")
-def _store(ctx: Any, pointer: Any, value: Any, mask: Any) -> None:
+def store_operands(ctx: Any, pointer: Any, value: Any, mask: Any) -> list[Value]:
+    """The operands of the STORE op for ``cube.store(pointer, value, mask)``: the value cast
+    to the array's dtype, the mask as a tile of the pointers' shape."""
     ptr = _pointer(pointer, "store")
     operands = [ptr, _stored(ctx, ptr, value)]
     if mask is not None:
         operands.append(materialize(ctx.b, mask, None, ptr.type.shape))
-    ctx.b.create(Op.STORE, operands)
+    return operands
+
+
+@lowering("store")
+def _store(ctx: Any, pointer: Any, value: Any, mask: Any) -> None:
+    ctx.b.create(Op.STORE, store_operands(ctx, pointer, value, mask))
 
 
 def _atomic(kind: str) -> Lowering:

@@ -4,7 +4,8 @@ A descriptor exists only while the kernel is being built: ``desc.load(offsets)``
 masked pointer-tile load every target can run, followed by a ``BLOCK_LOAD`` op that names the
 block (base, view shape, row stride, corner) so that a backend with block copies (Triton's
 TMA on sm_90+) can read it that way instead; the others drop it for its fallback.
-``desc.store`` is a masked pointer-tile store on every target.
+``desc.store`` of a tile is a ``BLOCK_STORE``: a masked pointer-tile store that names the
+block too, which Triton may write as a TMA copy; a scalar is stored through pointers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from ..ir import Op, Value
 from ..ir import dtypes as dt
 from ..ir.rules import RuleError, check_tile_shape
-from .builtins import call_builtin, lowering
+from .builtins import call_builtin, lowering, store_operands
 from .semantics import binary, is_value, materialize
 
 
@@ -41,7 +42,13 @@ class TensorDescriptor:
             raise RuleError(f"desc.store(): the value is a {value.type.shape} tile; the block "
                             f"is {self.block}", "store a tile of the block's shape")
         pointers, mask = self._addresses(ctx, row0, col0)
-        call_builtin(ctx, "store", [pointers, value, mask], {})
+        operands = store_operands(ctx, pointers, value, mask)
+        if operands[1].type.shape != self.block:  # a scalar: stored through pointers
+            ctx.b.create(Op.STORE, operands)
+            return
+        ctx.b.create(Op.BLOCK_STORE, operands + [self.base, self.rows, self.cols,
+                                                 self.row_stride, row0, col0],
+                     {"block": self.block})
 
     def _corner(self, ctx: Any, offsets: Any, what: str) -> tuple[Value, Value]:
         if not isinstance(offsets, (list, tuple)) or len(offsets) != 2:

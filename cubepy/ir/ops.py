@@ -71,6 +71,10 @@ class Op(enum.Enum):
     # row_stride, row0, col0; attrs: block. Its value is `fallback`'s (the same read as a
     # masked pointer-tile load); a backend with block copies (Triton's TMA) may read it so.
     BLOCK_LOAD = "block_load"
+    # A 2-D block write through a tensor descriptor: operands ptr, value, mask (a masked
+    # pointer-tile store, its fallback), base, rows, cols, row_stride, row0, col0; attrs:
+    # block. A backend with block copies may write it so; the others store the fallback.
+    BLOCK_STORE = "block_store"
     # layout
     BROADCAST = "broadcast"    # attrs: shape
     EXPAND_DIMS = "expand_dims"  # attrs: axis
@@ -105,6 +109,7 @@ ELEMENTWISE = BINARY | COMPARE | UNARY | MATH | {Op.FMA, Op.WHERE, Op.CAST, Op.P
 LAYOUT = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
 CONTROL = frozenset({Op.FOR, Op.WHILE, Op.IF})
 # Ops with effects: never removed by DCE, never merged by CSE.
-SIDE_EFFECTS = frozenset({Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT, Op.CALL, Op.YIELD})
+SIDE_EFFECTS = frozenset({Op.STORE, Op.BLOCK_STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT,
+                          Op.CALL, Op.YIELD})
 # Ops whose result may differ between two evaluations with equal operands.
 NOT_PURE = SIDE_EFFECTS | CONTROL | {Op.LOAD}

@@ -137,6 +137,22 @@ def _block_load(types: list[Type], attrs: dict) -> Type:
     return fallback
 
 
+def _block_store(types: list[Type], attrs: dict) -> list[Type]:
+    if len(types) != 9:
+        raise RuleError("block_store: operands are a pointer tile, a value, a mask, a base "
+                        "pointer and five integer scalars")
+    ptr, _, _, base, *scalars = types
+    _memory(Op.STORE, types[:3], attrs)
+    if not base.is_ptr or base.shape or base.dtype != ptr.dtype or any(
+            t.is_ptr or t.shape or not t.dtype.is_int for t in scalars):
+        raise RuleError("block_store: the base must be a scalar pointer of the tile's dtype "
+                        "and the view five integer scalars")
+    if ptr.shape != tuple(attrs["block"]):
+        raise RuleError(f"block_store: pointer tile {ptr.shape} does not match block "
+                        f"{attrs['block']}")
+    return []
+
+
 def _memory(op: Op, types: list[Type], attrs: dict) -> list[Type]:
     ptr = types[0]
     if not ptr.is_ptr:
@@ -282,6 +298,8 @@ def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
         return _memory(op, types, attrs)
     if op is Op.BLOCK_LOAD:
         return [_block_load(types, attrs)]
+    if op is Op.BLOCK_STORE:
+        return _block_store(types, attrs)
     if op in (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE):
         return [_layout(op, types[0], attrs)]
     if op in (Op.REDUCE, Op.ARGREDUCE, Op.SCAN):

@@ -37,6 +37,16 @@ def descriptor_shift(x, out, rows, cols, stride, dr, dc, BR: cube.Comptime[int],
     dst.store([r, c], src.load([r + dr, c + dc]))
 
 
+@cube.kernel
+def descriptor_accumulate(x, out, rows, cols, BR: cube.Comptime[int], BC: cube.Comptime[int]):
+    """out += x, block by block, reading and writing out through one descriptor."""
+    src = cube.make_tensor_descriptor(x, [rows, cols], [cols, 1], [BR, BC])
+    dst = cube.make_tensor_descriptor(out, [rows, cols], [cols, 1], [BR, BC])
+    r = cube.cube_pos(0) * BR
+    c = cube.cube_pos(1) * BC
+    dst.store([r, c], dst.load([r, c]) + src.load([r, c]))
+
+
 def _shift_expected(x: np.ndarray, dr: int, dc: int) -> np.ndarray:
     rows, cols = x.shape
     out = np.zeros_like(x)
@@ -104,6 +114,35 @@ def test_descriptor_errors_point_at_the_line(kernel, message):
     assert message in text and "test_descriptors.py" in text and "^" in text
 
 
+def test_descriptor_store_of_a_block_it_read(target, rng):
+    rows, cols = 37, 29
+    x = random_array(rng, (rows, cols), "float32", -1, 1)
+    out = random_array(rng, (rows, cols), "float32", -1, 1)
+    expected = out + x
+    descriptor_accumulate[(cdiv(rows, 16), cdiv(cols, 16))](x, out, rows, cols, BR=16, BC=16,
+                                                            target=target)
+    assert_close(out, expected)
+
+
+def test_descriptor_store_of_a_tile_is_a_block_store_and_of_a_scalar_a_store():
+    from cubepy.ir import Op, walk
+
+    @cube.kernel
+    def fill(out, rows, cols, BR: cube.Comptime[int], BC: cube.Comptime[int]):
+        dst = cube.make_tensor_descriptor(out, [rows, cols], [cols, 1], [BR, BC])
+        dst.store([0, 0], cube.full((BR, BC), 2.0, cube.float32))
+        dst.store([BR, 0], 3.0)
+
+    out = poison((40, 16), "float32")
+    fill[(1,)](out, 40, 16, BR=16, BC=16, target="cpu")
+    assert (out[:16] == 2.0).all() and (out[16:32] == 3.0).all()
+    ops = [line.split()[0] for line in fill.ir(out, 40, 16, BR=16, BC=16).splitlines()]
+    assert ops.count("block_store") == 1 and ops.count("store") == 1
+    compiled, _, _ = fill.compiled((out, 40, 16), {"BR": 16, "BC": 16, "target": "cpu"})
+    kinds = [op.op for op in walk(compiled.fn.body)]
+    assert Op.BLOCK_STORE not in kinds and kinds.count(Op.STORE) == 2  # cpu: the fallback
+
+
 # -- the Triton backend's TMA variant: which block loads it takes, and the launch's check --
 
 
@@ -118,14 +157,20 @@ def _matmul_args(k: int = 64):
     return (a, b, np.zeros((48, 40), np.float32), 48, 40, k), {"BM": 16, "BN": 16, "BK": 16}
 
 
-def test_tma_takes_block_loads_whose_corners_cannot_be_negative():
-    from cubepy.backends.triton.descriptors import tma_loads
+def test_tma_takes_block_copies_whose_corners_cannot_be_negative():
+    from cubepy.backends.triton.descriptors import tma_blocks
+    from cubepy.ir import Op
 
     args, comptime = _matmul_args()
-    assert len(tma_loads(_triton_compiled(descriptor_matmul, args, comptime).fn)) == 2
+    blocks = tma_blocks(_triton_compiled(descriptor_matmul, args, comptime).fn)
+    assert [op.op for op in blocks] == [Op.BLOCK_LOAD, Op.BLOCK_LOAD, Op.BLOCK_STORE]
     x = np.zeros((37, 32), np.float32)
     shifted = _triton_compiled(descriptor_shift, (x, x, 37, 29, 32, 0, 0), {"BR": 16, "BC": 16})
-    assert tma_loads(shifted.fn) == []  # r + dr: dr may be negative, and TMA traps on that
+    # the load at r + dr is not taken (dr may be negative, and TMA traps on that); the store is
+    assert [op.op for op in tma_blocks(shifted.fn)] == [Op.BLOCK_STORE]
+    summed = _triton_compiled(descriptor_accumulate, (x, x, 37, 32), {"BR": 16, "BC": 16})
+    # out is read too: its TMA store could land after the kernel's later reads of out
+    assert [op.op for op in tma_blocks(summed.fn)] == [Op.BLOCK_LOAD, Op.BLOCK_LOAD]
 
 
 class _FakeDeviceArray:
@@ -144,13 +189,13 @@ def test_tma_guard_checks_alignment_and_shapes(monkeypatch, address, k, m, allow
     monkeypatch.setattr(descriptors, "ensure_allocator", lambda: True)
     args, comptime = _matmul_args()
     fn = _triton_compiled(descriptor_matmul, args, comptime).fn
-    guard = descriptors.TmaGuard(fn, descriptors.tma_loads(fn))
+    guard = descriptors.TmaGuard(fn, descriptors.tma_blocks(fn))
     launch = [_FakeDeviceArray(address), _FakeDeviceArray(4096), _FakeDeviceArray(4096),
               m, 40, k]
     assert guard.allows(launch) == allowed
 
 
-def test_aot_block_loads_are_tma_copies_on_sm90(monkeypatch):
+def test_aot_block_copies_are_tma_copies_on_sm90(monkeypatch):
     monkeypatch.setenv("CUBEPY_TRITON_AOT", "cuda:90,hip:gfx942")
     from cubepy import config
 
@@ -161,6 +206,7 @@ def test_aot_block_loads_are_tma_copies_on_sm90(monkeypatch):
         compiled = _triton_compiled(fresh, args, {"BM": 64, "BN": 64, "BK": 64})
         ptx = compiled.aot["cuda:90"].asm["ptx"]
         assert "cp.async.bulk.tensor" in ptx and "ld.global" not in ptx and "wgmma" in ptx
+        assert "cp.async.bulk.tensor.2d.global.shared" in ptx and "st.global" not in ptx
         assert "v_mfma" in compiled.aot["hip:gfx942"].asm["amdgcn"]  # AMD: the pointer variant
     finally:
         monkeypatch.undo()

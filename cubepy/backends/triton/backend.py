@@ -37,7 +37,7 @@ try:
     from . import aot as _aot
     from .arrays import prepare_launch_args
     from .codegen import TritonSource, generate
-    from .descriptors import TmaGuard, tma_loads
+    from .descriptors import TmaGuard, tma_blocks
     from .loader import (
         current_interpret_mode,
         gpu_driver_available,
@@ -155,10 +155,10 @@ class TritonKernel:
         self.launch_options = {k: int(options[k]) for k in ("num_warps", "num_stages")
                                if options.get(k)}
         allow_tf32 = bool(options.get("allow_tf32", False))
-        # block loads (tensor descriptors) read their pointer-tile fallback here; a GPU also
+        # block copies (tensor descriptors) use their pointer-tile fallbacks here; a GPU also
         # gets a TMA variant, which launches whose arrays are aligned for it run
         generated = generate(fn, interpret=interpret, allow_tf32=allow_tf32)
-        blocks = tma_loads(fn)
+        blocks = tma_blocks(fn)
         targets = config.settings().triton_aot
         tma = generate(fn, interpret=False, allow_tf32=allow_tf32, tma=blocks) \
             if blocks and (targets or not interpret) else None

@@ -34,7 +34,7 @@ from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.rules import reduce_dtype
 from ..pyemit import PyEmitter
-from .descriptors import descriptor_key, hoistable, make_descriptor
+from .descriptors import BlockCopyEmitter
 from .prelude import CONSTANTS, HELPERS
 
 HALF = ("float16", "bfloat16")
@@ -110,14 +110,14 @@ def _zero_const(value: Value) -> bool:
     return owner is not None and owner.op is Op.CONST and owner.attrs["value"] == 0
 
 
-class TritonEmitter(PyEmitter):
+class TritonEmitter(BlockCopyEmitter, PyEmitter):
     """Renders one kernel as a ``@triton.jit`` function (see the module docstring)."""
 
     def __init__(self, fn: Function, interpret: bool, allow_tf32: bool = False,
                  tma: list[Operation] | None = None):
         super().__init__(fn)
         self.interpret = interpret
-        self.tma = {id(op) for op in tma or ()}  # block loads read as TMA copies
+        self.tma = {id(op) for op in tma or ()}  # block copies run as TMA copies
         self.descriptors: dict[tuple, str] = {}
         self.allow_tf32 = allow_tf32
         self.helpers: set[str] = set()
@@ -302,6 +302,8 @@ class TritonEmitter(PyEmitter):
             self.load(op)
         elif kind is Op.BLOCK_LOAD:
             self.block_load(op)
+        elif kind is Op.BLOCK_STORE:
+            self.block_store(op)
         elif kind is Op.STORE:
             self.store(op)
         elif kind is Op.ATOMIC or kind is Op.ATOMIC_CAS:
@@ -374,34 +376,11 @@ class TritonEmitter(PyEmitter):
             res = self.n(op.result)
             self.line(f"{res} = tl.where({self.n(mask)}, {res}, {self.n(other)})")
 
-    def hoist_descriptors(self) -> None:
-        """Descriptors made once, before the body (see descriptors.py)."""
-        args = {a.id for a in self.fn.args}
-        for op in walk(self.fn.body):
-            key = descriptor_key(op) if id(op) in self.tma else None
-            if key is not None and key not in self.descriptors and hoistable(op, args):
-                name = self.descriptors[key] = self.fresh("desc")
-                self.line(f"{name} = {make_descriptor(op, self.operand_text)}")
-
-    def operand_text(self, value: Value) -> str:
-        owner = value.owner
-        return str(int(owner.attrs["value"])) if owner is not None and \
-            owner.op is Op.CONST else self.n(value)
-
-    def block_load(self, op: Operation) -> None:
-        fallback, *_, row0, col0 = op.operands
-        if id(op) not in self.tma:  # the pointer variant: the masked load beside it
-            self.alias(op.result, self.n(fallback))
-            return
-        desc = self.descriptors.get(descriptor_key(op))
-        if desc is None:
-            desc = self.fresh("desc")
-            self.line(f"{desc} = {make_descriptor(op, self.operand_text)}")
-        self.assign(op, f"{desc}.load([{self.n(row0)}, {self.n(col0)}])")
-
     def store(self, op: Operation) -> None:
         ptr, value, *rest = op.operands
-        mask = rest[0] if rest else None
+        self.store_tile(ptr, value, rest[0] if rest else None)
+
+    def store_tile(self, ptr: Value, value: Value, mask: Value | None) -> None:
         stored = self.n(value)
         if self.reg(ptr.type.dtype) != ptr.type.dtype:  # bfloat16 on the interpreter
             self.helpers.add("_round_bf16")
@@ -493,5 +472,5 @@ class TritonEmitter(PyEmitter):
 def generate(fn: Function, *, interpret: bool, allow_tf32: bool = False,
              tma: list[Operation] | None = None) -> TritonSource:
     """The Triton module for ``fn``: for the interpreter, or for GPUs (see the module doc);
-    ``tma`` lists the block loads to read as TMA copies (the others read their fallback)."""
+    ``tma`` lists the block copies to run as TMA copies (the others run their fallbacks)."""
     return TritonEmitter(fn, interpret, allow_tf32, tma).module()

@@ -1,16 +1,18 @@
-"""Tensor-descriptor block loads as TMA copies (NVIDIA sm_90+), and when they may run.
+"""Tensor-descriptor block copies as TMA copies (NVIDIA sm_90+), and when they may run.
 
-A ``BLOCK_LOAD`` (``desc.load`` in a kernel) becomes ``tl.make_tensor_descriptor(...).load``
-in the kernel's TMA variant when its base is an array argument and its row stride an argument
-or a constant, so that the launch can check what TMA needs before choosing that variant (the
-base address and the row stride in bytes both multiples of 16, the views' shapes not
-negative), and when its corner can be shown never to be negative. Descriptors whose view
-shape and stride are arguments or constants are made once, at the top of the kernel; the
-others where they are used. Anything else, and every launch whose arrays fail the check, runs
-the pointer variant, where each block load is its masked pointer-tile fallback.
+A ``BLOCK_LOAD`` (``desc.load`` in a kernel) becomes ``tl.make_tensor_descriptor(...).load``,
+and a ``BLOCK_STORE`` (``desc.store`` of a tile) ``.store``, in the kernel's TMA variant when
+its base is an array argument and its row stride an argument or a constant, so that the
+launch can check what TMA needs before choosing that variant (the base address and the row
+stride in bytes both multiples of 16, the views' shapes not negative), and when its corner can
+be shown never to be negative. A block store also needs an array that nothing else in the
+kernel reads or writes. Descriptors whose view shape and stride are arguments or constants
+are made once, at the top of the kernel; the others where they are used. Anything else, and
+every launch whose arrays fail the check, runs the pointer variant, where each block copy is
+its masked pointer-tile fallback.
 
 Example:
-    >>> blocks = tma_loads(fn)          # doctest: +SKIP
+    >>> blocks = tma_blocks(fn)         # doctest: +SKIP
     >>> guard = TmaGuard(fn, blocks)    # doctest: +SKIP
     >>> guard.allows(args)              # doctest: +SKIP
     True
@@ -28,27 +30,44 @@ MIN_ROW_BYTES = 16  # a block row narrower than this is refused by TMA
 ALIGN = 16  # bytes: the base address and the row stride
 
 
-def tma_loads(fn: Function) -> list[Operation]:
-    """The kernel's block loads that its TMA variant reads as TMA copies: those whose corner
-    is provably never negative (a TMA copy at a negative corner traps on the H200:
-    bench/results/h200-tma-edge-probe.log), given that the views' shapes are not negative (the
-    launch checks that)."""
+BLOCK_OPS = (Op.BLOCK_LOAD, Op.BLOCK_STORE)
+#: ops whose pointer operand (the first) reads or writes an array other than by block stores
+_OTHER_ACCESS = (Op.LOAD, Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.BLOCK_LOAD)
+
+
+def view(op: Operation) -> tuple[Value, Value, Value, Value, Value, Value]:
+    """``(base, rows, cols, row_stride, row0, col0)`` of a block load or store."""
+    first = 1 if op.op is Op.BLOCK_LOAD else 3
+    base, rows, cols, stride, row0, col0 = op.operands[first:first + 6]
+    return base, rows, cols, stride, row0, col0
+
+
+def tma_blocks(fn: Function) -> list[Operation]:
+    """The kernel's block loads and stores that its TMA variant runs as TMA copies: those
+    whose corner is provably never negative (a TMA copy at a negative corner traps on the
+    H200: bench/results/h200-tma-edge-probe.log), given that the views' shapes are not
+    negative (the launch checks that). A block store also needs its array to be touched by
+    block stores only: a TMA store finishes asynchronously, so a read of the array later in
+    the kernel, or a pointer store to it, could be ordered before it."""
     args = {a.id for a in fn.args}
+    other_access = {op.operands[0].type.ptr_base for op in walk(fn.body)
+                    if op.op in _OTHER_ACCESS}
     candidates = []
     for op in walk(fn.body):
-        if op.op is not Op.BLOCK_LOAD:
+        if op.op not in BLOCK_OPS:
             continue
-        _, base, _, _, stride, _, _ = op.operands
+        base, _, _, stride, _, _ = view(op)
         dtype = base.type.dtype
         rows, cols = op.attrs["block"]
         if (base.id in args and (stride.id in args or _constant(stride) is not None)
                 and dtype.name != "bool" and dtype.itemsize <= 4
-                and rows <= MAX_BOX and cols <= MAX_BOX and cols * dtype.itemsize >= MIN_ROW_BYTES):
+                and rows <= MAX_BOX and cols <= MAX_BOX and cols * dtype.itemsize >= MIN_ROW_BYTES
+                and (op.op is Op.BLOCK_LOAD or base.type.ptr_base not in other_access)):
             candidates.append(op)
-    shapes = {v.id for op in candidates for v in op.operands[2:4] if v.id in args}
+    shapes = {v.id for op in candidates for v in view(op)[1:3] if v.id in args}
     bounds = lower_bounds(fn, shapes)
     return [op for op in candidates
-            if all(bounds.get(v.id, -math.inf) >= 0 for v in op.operands[5:7])]
+            if all(bounds.get(v.id, -math.inf) >= 0 for v in view(op)[4:6])]
 
 
 def lower_bounds(fn: Function, nonnegative_args: set[int]) -> dict[int, float]:
@@ -105,36 +124,84 @@ def _constant(value: Value) -> Any:
 
 def hoistable(op: Operation, args: set[int]) -> bool:
     """Whether the descriptor of ``op`` can be made at the kernel's top."""
-    _, _, rows, cols, stride, _, _ = op.operands
+    _, rows, cols, stride, _, _ = view(op)
     return all(v.id in args or _constant(v) is not None for v in (rows, cols, stride))
 
 
 def descriptor_key(op: Operation) -> tuple:
-    """Block loads with equal keys share one descriptor."""
-    _, base, rows, cols, stride, _, _ = op.operands
+    """Block copies with equal keys share one descriptor."""
+    base, rows, cols, stride, _, _ = view(op)
     return (base.id, rows.id, cols.id, stride.id, tuple(op.attrs["block"]))
 
 
 def make_descriptor(op: Operation, name_of: Any) -> str:
     """The ``tl.make_tensor_descriptor`` call for ``op``; ``name_of`` renders an operand."""
-    _, base, rows, cols, stride, _, _ = op.operands
+    base, rows, cols, stride, _, _ = view(op)
     block_rows, block_cols = op.attrs["block"]
     return (f"tl.make_tensor_descriptor({name_of(base)}, shape=[{name_of(rows)}, "
             f"{name_of(cols)}], strides=[{name_of(stride)}, 1], "
             f"block_shape=[{block_rows}, {block_cols}])")
 
 
+class BlockCopyEmitter:
+    """The Triton emitter's part for block copies: descriptors, and each ``BLOCK_LOAD`` or
+    ``BLOCK_STORE`` as a TMA copy (``self.tma``) or as its pointer-tile fallback. Mixed into
+    ``codegen.TritonEmitter``, whose naming and line methods it uses."""
+
+    fn: Function
+    tma: set[int]
+    descriptors: dict[tuple, str]
+
+    def hoist_descriptors(self) -> None:
+        """Descriptors made once, before the body (see the module docstring)."""
+        args = {a.id for a in self.fn.args}
+        for op in walk(self.fn.body):
+            key = descriptor_key(op) if id(op) in self.tma else None
+            if key is not None and key not in self.descriptors and hoistable(op, args):
+                name = self.descriptors[key] = self.fresh("desc")
+                self.line(f"{name} = {make_descriptor(op, self.operand_text)}")
+
+    def operand_text(self, value: Value) -> str:
+        owner = value.owner
+        return str(int(owner.attrs["value"])) if owner is not None and \
+            owner.op is Op.CONST else self.n(value)
+
+    def block_load(self, op: Operation) -> None:
+        if id(op) not in self.tma:  # the pointer variant: the masked load beside it
+            self.alias(op.result, self.n(op.operands[0]))
+            return
+        *_, row0, col0 = view(op)
+        self.assign(op, f"{self.descriptor(op)}.load([{self.n(row0)}, {self.n(col0)}])")
+
+    def block_store(self, op: Operation) -> None:
+        ptr, value, mask = op.operands[:3]
+        if id(op) not in self.tma:  # the pointer variant: the masked store it carries
+            self.store_tile(ptr, value, mask)
+            return
+        *_, row0, col0 = view(op)  # the value has the array's dtype (the frontend cast it)
+        self.line(f"{self.descriptor(op)}.store([{self.n(row0)}, {self.n(col0)}], "
+                  f"{self.n(value)})")
+
+    def descriptor(self, op: Operation) -> str:
+        """The name of ``op``'s descriptor: hoisted to the top, or made here."""
+        desc = self.descriptors.get(descriptor_key(op))
+        if desc is None:
+            desc = self.fresh("desc")
+            self.line(f"{desc} = {make_descriptor(op, self.operand_text)}")
+        return desc
+
+
 class TmaGuard:
-    """Checks, per launch, that every TMA block load's base and row stride are aligned."""
+    """Checks, per launch, that every TMA block copy's base and row stride are aligned."""
 
     def __init__(self, fn: Function, blocks: list[Operation]):
         position = {a.id: i for i, a in enumerate(fn.args)}
-        # tma_loads took the views' shapes to be >= 0: a launch that breaks that runs pointers
-        self.shapes = sorted({position[v.id] for op in blocks for v in op.operands[2:4]
+        # tma_blocks took the views' shapes to be >= 0: a launch that breaks that runs pointers
+        self.shapes = sorted({position[v.id] for op in blocks for v in view(op)[1:3]
                               if v.id in position})
         checks = set()
         for op in blocks:
-            _, base, _, _, stride, _, _ = op.operands
+            base, _, _, stride, _, _ = view(op)
             stride_source = ("arg", position[stride.id]) if stride.id in position else (
                 "const", int(_constant(stride)))
             checks.add((position[base.id], stride_source, base.type.dtype.itemsize))

@@ -19,7 +19,7 @@ import numpy as np
 from ...errors import LaunchError
 from ...ir import Function
 from ..base import TargetInfo, check_supported
-from ..blocks import drop_block_loads
+from ..blocks import drop_block_ops
 from ..hostarrays import host_view
 
 _why: str | None = None
@@ -272,7 +272,7 @@ class WgslBackend:
 
     def compile(self, fn: Function, options: dict[str, Any]) -> WgslKernel:
         check_supported(fn, self.info())
-        return WgslKernel(drop_block_loads(fn), self, options)
+        return WgslKernel(drop_block_ops(fn), self, options)
 
 
 def make_backend() -> WgslBackend:
