@@ -28,7 +28,7 @@ best = mm.matmul_tuned.last_config
 print("tunings", STATS.tunings, "config", best)
 kw = best.launch_kwargs()
 config = mm.Config(kw["BM"], kw["BN"], kw["BK"], kw["GROUP"], kw["num_warps"], kw["num_stages"],
-                   kw.get("PERSISTENT", False), kw.get("C_DESC", False))
+                   kw.get("PERSISTENT", False), kw.get("C_DESC", False), kw.get("FLAT", False))
 
 
 for name, fn in [("matmul_tuned", lambda: mm.matmul_tuned(a, b, c, m, n, k)),

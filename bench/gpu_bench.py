@@ -67,7 +67,12 @@ SQUARE_CONFIGS = [Config(128, 256, 64, 8, 8, 3), Config(128, 256, 64, 16, 8, 3),
                   # and C written by TMA too (bench/epilogue_probe.py: 1-3 % where K is short)
                   Config(128, 256, 64, 8, 8, 3, True, True),
                   Config(128, 256, 64, 16, 8, 3, True, True),
-                  Config(128, 256, 32, 8, 8, 5, True, True)]
+                  Config(128, 256, 32, 8, 8, 5, True, True),
+                  # and the tile and K loops pipelined as one (cube.range(..., flatten=True))
+                  Config(128, 256, 64, 8, 8, 3, True, True, True),
+                  Config(128, 256, 64, 16, 8, 3, True, True, True),
+                  Config(128, 256, 32, 8, 8, 5, True, True, True),
+                  Config(128, 256, 64, 8, 8, 3, True, False, True)]
 # 16 rows: one row of tiles; narrow tiles make more cubes (split-K would make more still).
 SMALL_M_CONFIGS = [Config(16, 64, 512, 1, 4, 3), Config(16, 128, 128, 1, 4, 4),
                    Config(16, 32, 128, 1, 2, 6), Config(16, 32, 256, 1, 2, 4)]

@@ -44,7 +44,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CompileError", "CubeError", "LaunchError", "UnsupportedError", "DType", "Comptime", "Func",
     "Kernel", "available_targets", "cuda_available", "kernel", "func", "target_info", "cdiv",
-    "static_range", "bool", "int1", "int8", "int16", "int32", "int64", "uint8", "uint32",
+    "static_range", "range", "bool", "int1", "int8", "int16", "int32", "int64", "uint8", "uint32",
     "float16", "bfloat16", "float32", "float64", "Config", "autotune", "asarray", "empty",
     "to_numpy",
 ]

@@ -98,17 +98,20 @@ def matmul_kernel(a, b, c, M, N, K, stride_am, stride_bk, stride_cm,
 def matmul_persistent_kernel(a, b, c, M, N, K, BLOCK_M: cube.Comptime[int],
                              BLOCK_N: cube.Comptime[int], BLOCK_K: cube.Comptime[int],
                              GROUP_M: cube.Comptime[int], ACTIVATION: cube.Comptime[str],
-                             C_DESCRIPTOR: cube.Comptime[bool] = False):
+                             C_DESCRIPTOR: cube.Comptime[bool] = False,
+                             FLATTEN: cube.Comptime[bool] = False):
     # Persistent: as many cubes as the GPU runs at once, each looping over C's tiles, so one
     # tile's epilogue overlaps the next one's loads. A and B are read through tensor
     # descriptors: TMA block copies on NVIDIA GPUs (sm_90+), masked tile loads elsewhere;
-    # with C_DESCRIPTOR, C is written through one too.
+    # with C_DESCRIPTOR, C is written through one too. FLATTEN asks Triton to pipeline the
+    # two loops as one, so that the next tile's loads start during this one's epilogue.
     a_desc = cube.make_tensor_descriptor(a, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
     b_desc = cube.make_tensor_descriptor(b, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
     c_desc = cube.make_tensor_descriptor(c, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
     num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
-    for tile in range(cube.cube_pos(0), num_pid_m * num_pid_n, cube.cube_count(0)):
+    for tile in cube.range(cube.cube_pos(0), num_pid_m * num_pid_n, cube.cube_count(0),
+                           flatten=FLATTEN):
         pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
         acc = cube.zeros((BLOCK_M, BLOCK_N), cube.float32)
         for k0 in range(0, K, BLOCK_K):
@@ -136,6 +139,7 @@ class Config:
     num_stages: int | None = None
     persistent: bool = False  # matmul_persistent_kernel: tensor descriptors, a loop over tiles
     c_descriptor: bool = False  # persistent only: C written through a tensor descriptor too
+    flatten: bool = False  # persistent only: the tile and K loops pipelined as one
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m}"
@@ -143,7 +147,8 @@ class Config:
             text += f" w{self.num_warps}"
         text += f" s{self.num_stages}" if self.num_stages is not None else ""
         text += " persistent" if self.persistent else ""
-        return text + (" c-descriptor" if self.c_descriptor else "")
+        text += " c-descriptor" if self.c_descriptor else ""
+        return text + (" flat" if self.flatten else "")
 
     def options(self) -> dict:
         """The launch options this config sets (Triton's num_warps and num_stages)."""
@@ -170,10 +175,11 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
         matmul_persistent_kernel[(min(tiles, _concurrent_cubes(a)),)](
             a, b, c, m, n, k, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
             BLOCK_K=config.block_k, GROUP_M=config.group_m, ACTIVATION=activation,
-            C_DESCRIPTOR=config.c_descriptor, **config.options(), **options)
+            C_DESCRIPTOR=config.c_descriptor, FLATTEN=config.flatten, **config.options(),
+            **options)
         return
-    if config.c_descriptor:
-        raise ValueError(f"config {config}: c_descriptor needs persistent=True")
+    if config.c_descriptor or config.flatten:
+        raise ValueError(f"config {config}: c_descriptor and flatten need persistent=True")
     grid = (tiles,)
     even = m % config.block_m == 0 and n % config.block_n == 0 and k % config.block_k == 0
     matmul_kernel[grid](
@@ -202,31 +208,34 @@ def _concurrent_cubes(array) -> int:
 # for skinny ones. Each config's entries become the keyword arguments of matmul_tuned.
 TUNING_CONFIGS = [
     cube.Config(BM=bm, BN=bn, BK=bk, GROUP=g, num_warps=w, num_stages=s, PERSISTENT=p,
-                C_DESC=d)
-    for bm, bn, bk, g, w, s, p, d in [
-        (128, 256, 64, 8, 8, 3, False, False), (128, 256, 64, 16, 8, 3, False, False),
-        (256, 128, 64, 8, 8, 3, False, False), (128, 256, 32, 8, 8, 5, False, False),
-        (128, 128, 64, 8, 4, 4, False, False), (16, 128, 128, 1, 4, 4, False, False),
-        (16, 64, 512, 1, 4, 3, False, False),
+                C_DESC=d, FLAT=f)
+    for bm, bn, bk, g, w, s, p, d, f in [
+        (128, 256, 64, 8, 8, 3, False, False, False), (128, 256, 64, 16, 8, 3, False, False, False),
+        (256, 128, 64, 8, 8, 3, False, False, False), (128, 256, 32, 8, 8, 5, False, False, False),
+        (128, 128, 64, 8, 4, 4, False, False, False), (16, 128, 128, 1, 4, 4, False, False, False),
+        (16, 64, 512, 1, 4, 3, False, False, False),
         # persistent with TMA block loads: 4-8 % faster on big products (BENCHMARKS.md)
-        (128, 256, 64, 8, 8, 3, True, False), (128, 256, 64, 16, 8, 3, True, False),
-        (128, 256, 32, 8, 8, 5, True, False),
+        (128, 256, 64, 8, 8, 3, True, False, False), (128, 256, 64, 16, 8, 3, True, False, False),
+        (128, 256, 32, 8, 8, 5, True, False, False),
         # and C stored by TMA too: 1-3 % faster where K is short
-        (128, 256, 64, 8, 8, 3, True, True), (128, 256, 64, 16, 8, 3, True, True),
-        (128, 256, 32, 8, 8, 5, True, True)]]
+        (128, 256, 64, 8, 8, 3, True, True, False), (128, 256, 64, 16, 8, 3, True, True, False),
+        (128, 256, 32, 8, 8, 5, True, True, False),
+        # and the two loops pipelined as one: up to 7 % where K is short (bench/tma_probe.py)
+        (128, 256, 64, 8, 8, 3, True, True, True), (128, 256, 64, 16, 8, 3, True, True, True),
+        (128, 256, 32, 8, 8, 5, True, True, True)]]
 
 
 @cube.autotune(configs=TUNING_CONFIGS, key=["M", "N", "K"])
 def matmul_tuned(a, b, c, M, N, K, BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT=False,
-                 C_DESC=False, target=None):
+                 C_DESC=False, FLAT=False, target=None):
     """``c = a @ b`` with tile sizes and launch options tuned per (M, N, K) bucket, dtype and
     device; results ship in autotune_cache/ for the devices we tuned on.
 
     Example:
         >>> matmul_tuned(a, b, c, *a.shape, b.shape[1])  # doctest: +SKIP
     """
-    matmul(a, b, c, config=Config(BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT, C_DESC),
-           target=target)
+    config = Config(BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT, C_DESC, FLAT)
+    matmul(a, b, c, config=config, target=target)
 
 
 def matmul_reference(a: np.ndarray, b: np.ndarray, activation: str = "") -> np.ndarray:

@@ -71,27 +71,29 @@ def test_matmul(target, dtype, activation, shape):
     ("dtype", "shape"),
     [("float16", (70, 50, 45)), ("bfloat16", (64, 96, 64)), ("float32", (33, 40, 70))],
 )
-@pytest.mark.parametrize("c_descriptor", [False, True])
-def test_matmul_persistent(target, dtype, shape, c_descriptor):
+@pytest.mark.parametrize("c_descriptor,flatten", [(False, False), (True, False), (True, True)])
+def test_matmul_persistent(target, dtype, shape, c_descriptor, flatten):
     """The persistent kernel: tensor-descriptor loads (and stores), each cube looping over
-    several tiles."""
-    config = matmul.Config(16, 32, 16, group_m=2, persistent=True, c_descriptor=c_descriptor)
+    several tiles (the loops flattened on Triton)."""
+    config = matmul.Config(16, 32, 16, group_m=2, persistent=True, c_descriptor=c_descriptor,
+                           flatten=flatten)
     expect_pass(target, dtype, lambda: matmul.check(target, *shape, dtype, "relu", config=config))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("c_descriptor", [False, True])
-def test_matmul_persistent_tma_on_the_gpu(c_descriptor):
+@pytest.mark.parametrize("c_descriptor,flatten", [(False, False), (True, False), (True, True)])
+def test_matmul_persistent_tma_on_the_gpu(c_descriptor, flatten):
     """Rows 16-byte aligned, so that the TMA variant runs; ragged tiles at every edge."""
     config = matmul.Config(128, 128, 64, group_m=8, num_warps=8, num_stages=3, persistent=True,
-                           c_descriptor=c_descriptor)
+                           c_descriptor=c_descriptor, flatten=flatten)
     assert matmul.check("triton", 300, 264, 152, "bfloat16", "gelu", config=config)
 
 
 def test_matmul_c_descriptor_needs_the_persistent_kernel():
     a = np.zeros((4, 4), np.float32)
-    with pytest.raises(ValueError, match="c_descriptor needs persistent=True"):
-        matmul.matmul(a, a, a, config=matmul.Config(c_descriptor=True), target="cpu")
+    for config in (matmul.Config(c_descriptor=True), matmul.Config(flatten=True)):
+        with pytest.raises(ValueError, match="c_descriptor and flatten need persistent=True"):
+            matmul.matmul(a, a, a, config=config, target="cpu")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -110,8 +110,8 @@ class PyEmitter:
         for arg, name in zip(body.args[1:], carried):
             self.alias(arg, name)
         iv = body.args[0]
-        self.line(f"for {self.loop_index(iv)} in range({self.ref(lb)}, {self.ref(ub)}, "
-                  f"{self.ref(step)}):")
+        self.line(f"for {self.loop_index(iv)} in "
+                  f"{self.range_text(op, self.ref(lb), self.ref(ub), self.ref(step))}:")
         self.depth += 1
         self.index_prologue(iv)
         self.block(body)
@@ -119,6 +119,10 @@ class PyEmitter:
         if not body.ops or all(o.op is Op.YIELD for o in body.ops):
             self.line("pass")
         self.depth -= 1
+
+    def range_text(self, op: Operation, start: str, stop: str, step: str) -> str:
+        """Hook: what a FOR op iterates over (targets with loop hints read ``op.attrs``)."""
+        return f"range({start}, {stop}, {step})"
 
     def carried_init(self, op: Operation, slot: int, init: Value) -> str:
         """Hook: the expression a loop's carried variable ``slot`` starts from."""

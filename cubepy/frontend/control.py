@@ -140,7 +140,10 @@ def _finish_loop(fb: FunctionBuilder, node: ast.AST, before: dict, carried: list
             fb.loop_locals[name] = node.lineno
 
 
-def build_for(fb: FunctionBuilder, node: ast.For, args: list[Any]) -> None:
+def build_for(fb: FunctionBuilder, node: ast.For, args: list[Any],
+              hints: dict[str, Any] | None = None) -> None:
+    """A FOR op for ``for target in range(*args)``; ``hints`` (cube.range's) become its
+    attributes."""
     if len(args) == 1:
         args = [0, args[0], 1]
     elif len(args) == 2:
@@ -170,7 +173,8 @@ def build_for(fb: FunctionBuilder, node: ast.For, args: list[Any]) -> None:
 
     types, (body,) = _loop_types(fb, node, carried, build_body)
     inits = [_coerce(fb, before[n], t) for n, t in zip(carried, types)]
-    op = fb.b.create(Op.FOR, bounds + inits, result_types=types, regions=[body])
+    op = fb.b.create(Op.FOR, bounds + inits, dict(hints or {}), result_types=types,
+                     regions=[body])
     _finish_loop(fb, node, before, carried, op.results, node.body)
 
 

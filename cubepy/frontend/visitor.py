@@ -224,9 +224,9 @@ class FunctionBuilder(ast.NodeVisitor):
             self.error(node.target, "the loop variable must be a single name")
         call = node.iter
         fn = self.visit(call.func) if isinstance(call, ast.Call) else None
-        if fn is not range and fn is not B.static_range:
-            self.error(call, "only `range(...)` and `cube.static_range(...)` loops are supported",
-                       "loop over indices: `for i in range(0, n, BLOCK):`")
+        if fn is not range and fn is not B.static_range and fn is not B.range:
+            self.error(call, "only `range(...)`, `cube.range(...)` and `cube.static_range(...)` "
+                       "loops are supported", "loop over indices: `for i in range(0, n, BLOCK):`")
         args = [self.visit(a) for a in call.args]
         if fn is B.static_range:
             if not all(isinstance(a, int) for a in args):
@@ -236,9 +236,27 @@ class FunctionBuilder(ast.NodeVisitor):
                 self.env[node.target.id] = i
                 self.visit_block(node.body)
             return
-        if not 1 <= len(args) <= 3 or call.keywords:
-            self.error(call, "range() takes 1 to 3 positional arguments")
-        control.build_for(self, node, args)
+        name = "cube.range" if fn is B.range else "range"
+        if not 1 <= len(args) <= 3 or (call.keywords and fn is not B.range):
+            self.error(call, f"{name}() takes 1 to 3 positional arguments")
+        control.build_for(self, node, args, self.loop_hints(call) if fn is B.range else {})
+
+    def loop_hints(self, call: ast.Call) -> dict[str, Any]:
+        """The comptime hints of a ``cube.range(...)`` loop (see ``cube.range``)."""
+        hints = {}
+        for keyword in call.keywords:
+            value = self.visit(keyword.value)
+            if keyword.arg not in ("flatten", "warp_specialize", "num_stages"):
+                self.error(keyword, f"cube.range() has no hint {keyword.arg!r}",
+                           "use flatten=, warp_specialize= or num_stages=")
+            if is_value(value):
+                self.error(keyword.value, f"cube.range(): {keyword.arg} must be known at "
+                           "compile time", "pass a literal or a cube.Comptime parameter")
+            hints[keyword.arg] = value
+        try:
+            return B.loop_hints(**hints)
+        except TypeError as err:
+            self.error(call, str(err))
 
     def visit_While(self, node: ast.While) -> None:
         if node.orelse:

@@ -8,11 +8,14 @@ The exceptions are ``cdiv``, which also works on the host, and ``static_range``.
 
 from __future__ import annotations
 
+import builtins as _builtins
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..errors import CubeError, caller_loc, format_message
+
+_py_range = _builtins.range  # this module defines cube.range
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,10 +78,55 @@ class static_range:  # noqa: N801 - spelled like range on purpose
     def __init__(self, start: int, stop: int | None = None, step: int = 1):
         if stop is None:
             start, stop = 0, start
-        self.range = range(start, stop, step)
+        self.range = _py_range(start, stop, step)
 
     def __iter__(self):
         return iter(self.range)
+
+
+class range:  # noqa: N801, A001 - Triton's tl.range, spelled cube.range
+    """A loop with scheduling hints for the compiler: ``for i in cube.range(0, n, BLOCK,
+    flatten=True):``. Its iterations are those of ``range(start, stop, step)`` on every
+    target; Triton reads the hints, the others ignore them (all comptime):
+
+    - ``flatten``: fuse the loop with the loops nested in it into one software pipeline, so
+      that an outer iteration's epilogue overlaps the next one's loads (a persistent
+      matmul's loop over tiles, when the K loop is short).
+    - ``warp_specialize``: let Triton split the loop between producer and consumer warps.
+    - ``num_stages``: this loop's pipeline depth, instead of the launch's.
+
+    Example:
+        >>> list(cube.range(0, 8, 2, flatten=True))
+        [0, 2, 4, 6]
+    """
+
+    def __init__(self, start: int, stop: int | None = None, step: int = 1, *,
+                 flatten: bool = False, warp_specialize: bool = False,
+                 num_stages: int | None = None):
+        if stop is None:
+            start, stop = 0, start
+        self.range = _py_range(start, stop, step)
+        self.hints = loop_hints(flatten, warp_specialize, num_stages)
+
+    def __iter__(self):
+        return iter(self.range)
+
+
+def loop_hints(flatten: bool = False, warp_specialize: bool = False,
+               num_stages: int | None = None) -> dict[str, Any]:
+    """The hints of a ``cube.range`` loop that differ from the defaults, checked."""
+    hints: dict[str, Any] = {}
+    for name, value in (("flatten", flatten), ("warp_specialize", warp_specialize)):
+        if not isinstance(value, bool):
+            raise TypeError(f"cube.range(): {name} must be True or False, got {value!r}")
+        if value:
+            hints[name] = True
+    if num_stages is not None:
+        if isinstance(num_stages, bool) or not isinstance(num_stages, int) or num_stages < 1:
+            raise TypeError(f"cube.range(): num_stages must be a positive int, got "
+                            f"{num_stages!r}")
+        hints["num_stages"] = num_stages
+    return hints
 
 
 def cdiv(a: int, b: int) -> int:

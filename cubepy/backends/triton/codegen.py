@@ -38,6 +38,7 @@ from .descriptors import BlockCopyEmitter
 from .prelude import CONSTANTS, HELPERS
 
 HALF = ("float16", "bfloat16")
+LOOP_HINTS = ("flatten", "warp_specialize", "num_stages")  # cube.range's, as tl.range spells them
 PY_BINARY = {
     Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.AND: "&", Op.OR: "|", Op.XOR: "^",
     Op.SHL: "<<", Op.SHR: ">>", Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">",
@@ -238,6 +239,14 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
         for result, name in zip(op.results, names):
             self.alias(result, name)
         return names
+
+    def range_text(self, op: Operation, start: str, stop: str, step: str) -> str:
+        # cube.range's hints: tl.range's keywords on GPUs (the interpreter has no pipelines)
+        hints = {k: op.attrs[k] for k in LOOP_HINTS if k in op.attrs}
+        if not hints or self.interpret:
+            return super().range_text(op, start, stop, step)
+        keywords = "".join(f", {k}={v!r}" for k, v in hints.items())
+        return f"tl.range({start}, {stop}, {step}{keywords})"
 
     def index_prologue(self, iv: Value) -> None:
         if self.interpret:  # the interpreter's range() yields Python ints
