@@ -2,6 +2,7 @@
 
 Times 16x8192x8192 bf16 through ``matmul_tuned`` (the autotune dispatch), the same config
 through ``matmul`` directly, and torch, with triton's do_bench; and the host time per call.
+With ``--profile``, where the host time of 2,000 tuned calls goes (cProfile).
 """
 
 from __future__ import annotations
@@ -36,3 +37,15 @@ for name, fn in [("matmul_tuned", lambda: mm.matmul_tuned(a, b, c, m, n, k)),
                  ("torch.matmul", lambda: torch.matmul(a, b))]:
     print(f"{name:<16} do_bench {triton.testing.do_bench(fn, return_mode='median') * 1e3:7.1f} us"
           f"  host {host_us(fn, calls=500):6.1f} us/call", flush=True)
+
+if "--profile" in sys.argv:  # where the host time of a tuned call goes
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(2000):
+        mm.matmul_tuned(a, b, c, m, n, k)
+    profile.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(profile).sort_stats("tottime").print_stats(25)

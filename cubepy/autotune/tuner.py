@@ -270,11 +270,15 @@ class Autotuner:
         (None for arguments it does not cover, which take the full path)."""
         parts: list[Any] = [explicit, settings_module.settings()]
         for name, value in bound.items():
-            if isinstance(value, np.ndarray):
+            kind = type(value)
+            if kind in _PLAIN_SCALARS:  # sizes and flags: first, as the commonest and cheapest
+                if name in self.key:
+                    parts.append((name, kind, value))
+            elif kind is np.ndarray:
                 parts.append((name, value.dtype, value.shape, value.strides))
             elif hasattr(value, "__cube_device_array__"):  # always contiguous
                 parts.append((name, type(value), str(value.dtype), tuple(value.shape)))
-            elif type(value).__module__ == "torch" and hasattr(value, "stride"):
+            elif kind.__module__ == "torch" and hasattr(value, "stride"):
                 # CUDA tensors: without this every call would rebuild the full key (tens of
                 # microseconds, more than a skinny matmul's kernel time)
                 parts.append((name, value.dtype, tuple(value.shape), value.stride(),
@@ -400,6 +404,9 @@ class Autotuner:
         path = cache.store(self.name, tune_key.target, tune_key.device, tune_key.id, entry)
         log.info("autotune %s (%s): %s wins; stored in %s", self.name, tune_key.describe(),
                  best.config, path)
+
+
+_PLAIN_SCALARS = frozenset({int, float, bool, str, type(None)})  # never arrays
 
 
 def _count(stats: Stats, name: str) -> None:
