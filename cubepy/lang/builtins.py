@@ -3,7 +3,8 @@
 These functions only have meaning inside a ``@cube.kernel`` or ``@cube.func``: the frontend
 recognizes them by identity and lowers each to IR (``cubepy/frontend/builtins.py``). Called
 from ordinary Python they raise an error that asks whether ``@cube.kernel`` was forgotten.
-The exceptions are ``cdiv``, which also works on the host, and ``static_range``.
+The exceptions are ``cdiv``, which also works on the host, and ``static_range`` and
+``range``, which iterate as Python's ``range`` does.
 """
 
 from __future__ import annotations
@@ -67,13 +68,8 @@ def is_comptime_annotation(annotation: Any) -> bool:
     return isinstance(annotation, _ComptimeAlias) or annotation is Comptime
 
 
-class static_range:  # noqa: N801 - spelled like range on purpose
-    """A loop the compiler unrolls: ``for i in cube.static_range(4):`` (bounds comptime).
-
-    Example:
-        >>> list(cube.static_range(0, 8, 2))
-        [0, 2, 4, 6]
-    """
+class _Bounds:
+    """``range``'s arguments and iterations: what static_range and cube.range share."""
 
     def __init__(self, start: int, stop: int | None = None, step: int = 1):
         if stop is None:
@@ -84,7 +80,16 @@ class static_range:  # noqa: N801 - spelled like range on purpose
         return iter(self.range)
 
 
-class range:  # noqa: N801, A001 - Triton's tl.range, spelled cube.range
+class static_range(_Bounds):  # noqa: N801 - spelled like range on purpose
+    """A loop the compiler unrolls: ``for i in cube.static_range(4):`` (bounds comptime).
+
+    Example:
+        >>> list(cube.static_range(0, 8, 2))
+        [0, 2, 4, 6]
+    """
+
+
+class range(_Bounds):  # noqa: N801, A001 - Triton's tl.range, spelled cube.range
     """A loop with scheduling hints for the compiler: ``for i in cube.range(0, n, BLOCK,
     flatten=True):``. Its iterations are those of ``range(start, stop, step)`` on every
     target; Triton reads the hints, the others ignore them (all comptime):
@@ -103,13 +108,8 @@ class range:  # noqa: N801, A001 - Triton's tl.range, spelled cube.range
     def __init__(self, start: int, stop: int | None = None, step: int = 1, *,
                  flatten: bool = False, warp_specialize: bool = False,
                  num_stages: int | None = None):
-        if stop is None:
-            start, stop = 0, start
-        self.range = _py_range(start, stop, step)
+        super().__init__(start, stop, step)
         self.hints = loop_hints(flatten, warp_specialize, num_stages)
-
-    def __iter__(self):
-        return iter(self.range)
 
 
 def loop_hints(flatten: bool = False, warp_specialize: bool = False,
