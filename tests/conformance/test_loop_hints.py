@@ -95,3 +95,21 @@ def test_plain_range_still_takes_no_keywords():
 
     with pytest.raises(CompileError, match=r"range\(\) takes 1 to 3 positional arguments"):
         keyword_range[(1,)](np.zeros(4, np.float32), 4, target="cpu")
+
+
+def test_aot_flattened_loops_compile_for_sm90(monkeypatch):
+    """The hints reach Triton's compiler (this Triton's, and 3.6 on the H200 in its GPU run)."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("CUBEPY_TRITON_AOT", "cuda:90")
+    from cubepy import config
+
+    config.reload()
+    try:
+        fresh = cube.kernel(grid_stride_sum.fn)  # nothing cached from other tests
+        x = np.zeros((4, 64), np.float32)
+        compiled, _, _ = fresh.compiled((x, np.zeros(4, np.float32), 4, 64),
+                                        {"BLOCK": BLOCK, "FLATTEN": True, "target": "triton"})
+        assert ".entry" in compiled.aot["cuda:90"].asm["ptx"]
+    finally:
+        monkeypatch.undo()
+        config.reload()
