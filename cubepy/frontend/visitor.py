@@ -254,7 +254,7 @@ class FunctionBuilder(ast.NodeVisitor):
                            "compile time", "pass a literal or a cube.Comptime parameter")
             hints[keyword.arg] = value
         try:
-            return B.loop_hints(**hints)
+            return B._loop_hints(**hints)
         except TypeError as err:
             self.error(call, str(err))
 

@@ -109,10 +109,10 @@ class range(_Bounds):  # noqa: N801, A001 - Triton's tl.range, spelled cube.rang
                  flatten: bool = False, warp_specialize: bool = False,
                  num_stages: int | None = None):
         super().__init__(start, stop, step)
-        self.hints = loop_hints(flatten, warp_specialize, num_stages)
+        self.hints = _loop_hints(flatten, warp_specialize, num_stages)
 
 
-def loop_hints(flatten: bool = False, warp_specialize: bool = False,
+def _loop_hints(flatten: bool = False, warp_specialize: bool = False,
                num_stages: int | None = None) -> dict[str, Any]:
     """The hints of a ``cube.range`` loop that differ from the defaults, checked."""
     hints: dict[str, Any] = {}
