@@ -12,8 +12,8 @@ of B, which stay in the L2 cache. Ragged M, N and K are handled by masks, left o
 when every tile is whole (EVEN). ``Config(persistent=True)`` runs the persistent variant
 instead: one cube per GPU multiprocessor looping over C's tiles, reading A and B through tensor
 descriptors (TMA block copies on NVIDIA sm_90+, Triton's tutorial 09 in cubepy), and with
-``c_descriptor=True`` writing C through one as well. Exits non-zero
-if a result differs from NumPy.
+``c_descriptor=True`` writing C through one as well; ``flatten=True`` pipelines its loop over
+tiles and the K loop as one. Exits non-zero if a result differs from NumPy.
 """
 
 from __future__ import annotations

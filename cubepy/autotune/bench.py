@@ -11,10 +11,12 @@ least three rounds). Those within ``tie_ratio`` (3 %) of the leader's median are
 finalists (the rest are dropped): they take turns for up to ``rep`` more rounds, and the one
 with the least median wins.
 
+The clocks are in ``clocks.py``.
+
 Example:
-    >>> timer = timer_for("cpu", [])
-    >>> timer(lambda: None) >= 0.0
-    True
+    >>> outcomes = benchmark(candidates, run, observe, Snapshot(arrays),
+    ...                      timer_for("cpu", []))          # doctest: +SKIP
+    >>> min((o for o in outcomes if o.status == "ok"), key=lambda o: o.median)  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .clocks import Timer, timer_for, wall_clock  # noqa: F401 - re-exported: bench's clocks
+from .clocks import Timer
 from .config import Config
 
 # ---- snapshots and host copies of arrays ----

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -78,7 +79,7 @@ class CudaEventTimer:
             self._flush = lambda: scratch.fill(0)
         self.flush_seconds = self._time_flush()
         self.flushes = 1  # zeroings before each run: grows when the host is slower
-        self.host_seconds: list[float] = []  # the host's time per launch, latest last
+        self.host_seconds: deque[float] = deque(maxlen=_HOST_WINDOW)  # per launch, latest last
 
     def _time_flush(self) -> float:
         times = []
@@ -112,7 +113,7 @@ class CudaEventTimer:
         keep the GPU busy (half again as long, for jitter): judged by the median of the last
         few launches, so that one pause of the host (a garbage collection) does not slow
         every later run."""
-        self.host_seconds = self.host_seconds[-(_HOST_WINDOW - 1):] + [host_seconds]
+        self.host_seconds.append(host_seconds)
         typical = statistics.median(self.host_seconds)
         needed = math.ceil(1.5 * typical / self.flush_seconds)
         if needed > self.flushes:

@@ -35,8 +35,8 @@ from .bench import (
     benchmark,
     describe_best,
     observed_copy,
-    timer_for,
 )
+from .clocks import timer_for
 from .config import Config, configs_checksum
 from .key import Bucket, TuneKey, fingerprint, is_array, make_key, pow2_anchor, resolve_target
 

@@ -246,9 +246,9 @@ class FunctionBuilder(ast.NodeVisitor):
         hints = {}
         for keyword in call.keywords:
             value = self.visit(keyword.value)
-            if keyword.arg not in ("flatten", "warp_specialize", "num_stages"):
+            if keyword.arg not in B.LOOP_HINTS:
                 self.error(keyword, f"cube.range() has no hint {keyword.arg!r}",
-                           "use flatten=, warp_specialize= or num_stages=")
+                           "use " + ", ".join(f"{name}=" for name in B.LOOP_HINTS))
             if is_value(value):
                 self.error(keyword.value, f"cube.range(): {keyword.arg} must be known at "
                            "compile time", "pass a literal or a cube.Comptime parameter")

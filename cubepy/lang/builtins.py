@@ -112,6 +112,9 @@ class range(_Bounds):  # noqa: N801, A001 - Triton's tl.range, spelled cube.rang
         self.hints = _loop_hints(flatten, warp_specialize, num_stages)
 
 
+LOOP_HINTS = ("flatten", "warp_specialize", "num_stages")  # cube.range's keywords
+
+
 def _loop_hints(flatten: bool = False, warp_specialize: bool = False,
                num_stages: int | None = None) -> dict[str, Any]:
     """The hints of a ``cube.range`` loop that differ from the defaults, checked."""

@@ -38,7 +38,6 @@ from .descriptors import BlockCopyEmitter
 from .prelude import CONSTANTS, HELPERS
 
 HALF = ("float16", "bfloat16")
-LOOP_HINTS = ("flatten", "warp_specialize", "num_stages")  # cube.range's, as tl.range spells them
 PY_BINARY = {
     Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.AND: "&", Op.OR: "|", Op.XOR: "^",
     Op.SHL: "<<", Op.SHR: ">>", Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">",
@@ -241,8 +240,9 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
         return names
 
     def range_text(self, op: Operation, start: str, stop: str, step: str) -> str:
-        # cube.range's hints: tl.range's keywords on GPUs (the interpreter has no pipelines)
-        hints = {k: op.attrs[k] for k in LOOP_HINTS if k in op.attrs}
+        # a FOR op's attributes are cube.range's hints, which tl.range takes as they are (on
+        # GPUs: the interpreter has no pipelines)
+        hints = op.attrs
         if not hints or self.interpret:
             return super().range_text(op, start, stop, step)
         keywords = "".join(f", {k}={v!r}" for k, v in hints.items())
