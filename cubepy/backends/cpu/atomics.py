@@ -1,8 +1,10 @@
 """Atomic read-modify-write for the CPU target.
 
 With Numba, each is one LLVM ``atomicrmw``/``cmpxchg`` on the array element (the grid runs
-in parallel threads, so a plain read-modify-write would lose updates). In debug mode the grid
-runs sequentially and the same functions are plain Python.
+in parallel threads, so a plain read-modify-write would lose updates), acquire-release as on
+Triton: a cube's stores before an atomic are seen by a cube that reads its result after (the
+stream-K matmul hands its partial sums over so). In debug mode the grid runs sequentially and
+the same functions are plain Python.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def numba_rmw(kind: str):
             ptr = cgutils.get_item_pointer(context, builder, arr_t, ary, [idx_v],
                                            wraparound=False)
             val_v = context.cast(builder, val_v, val_t, dtype)
-            return builder.atomic_rmw(llvm_op, ptr, val_v, "monotonic")
+            return builder.atomic_rmw(llvm_op, ptr, val_v, "acq_rel")
 
         return dtype(arr, idx, val), codegen
 
@@ -85,10 +87,10 @@ def numba_cas():
                 int_t = ir.IntType(dtype.bitwidth)
                 ptr = builder.bitcast(ptr, int_t.as_pointer())
                 cmp_v, val_v = builder.bitcast(cmp_v, int_t), builder.bitcast(val_v, int_t)
-                pair = builder.cmpxchg(ptr, cmp_v, val_v, "monotonic", "monotonic")
+                pair = builder.cmpxchg(ptr, cmp_v, val_v, "acq_rel", "acquire")
                 return builder.bitcast(builder.extract_value(pair, 0),
                                        context.get_value_type(dtype))
-            pair = builder.cmpxchg(ptr, cmp_v, val_v, "monotonic", "monotonic")
+            pair = builder.cmpxchg(ptr, cmp_v, val_v, "acq_rel", "acquire")
             return builder.extract_value(pair, 0)
 
         return dtype(arr, idx, cmp, val), codegen
