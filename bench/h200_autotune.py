@@ -28,7 +28,7 @@ from cubepy.autotune import STATS  # noqa: E402
 from examples import matmul as mm  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024), (1024, 8192, 8192),
-          (16, 8192, 8192)]
+          (16, 8192, 8192), (1024, 1024, 32768)]  # the last: fewer tiles than multiprocessors
 tuned_matmul = mm.matmul_tuned
 
 

@@ -13,8 +13,8 @@ when every tile is whole (EVEN). ``Config(persistent=True)`` runs the persistent
 instead: one cube per GPU multiprocessor looping over C's tiles, reading A and B through tensor
 descriptors (TMA block copies on NVIDIA sm_90+, Triton's tutorial 09 in cubepy), and with
 ``c_descriptor=True`` writing C through one as well; ``flatten=True`` pipelines its loop over
-tiles and the K loop as one; ``stream_k=True`` shares out the K slices of the last,
-part-filled wave of tiles between all cubes. Exits non-zero if a result differs from NumPy.
+tiles and the K loop as one; ``split_k=True`` splits the tiles of the last, part-filled wave
+along K between the cubes that would idle. Exits non-zero if a result differs from NumPy.
 """
 
 from __future__ import annotations
@@ -120,6 +120,22 @@ def store_tile(c, c_desc, acc, row0, col0, M, N, ACTIVATION: cube.Comptime[str],
                    mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@cube.func
+def whole_tiles(a_desc, b_desc, c, c_desc, tiles, M, N, K, BLOCK_M: cube.Comptime[int],
+                BLOCK_N: cube.Comptime[int], BLOCK_K: cube.Comptime[int],
+                GROUP_M: cube.Comptime[int], ACTIVATION: cube.Comptime[str],
+                C_DESCRIPTOR: cube.Comptime[bool], FLATTEN: cube.Comptime[bool]):
+    # C's tiles 0 .. tiles - 1, every cube_count-th one from cube_pos on, whole K each
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+    k_tiles = (K + BLOCK_K - 1) // BLOCK_K
+    for tile in cube.range(cube.cube_pos(0), tiles, cube.cube_count(0), flatten=FLATTEN):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        acc = tile_product(a_desc, b_desc, pid_m, pid_n, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K)
+        store_tile(c, c_desc, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, ACTIVATION,
+                   C_DESCRIPTOR)
+
+
 @cube.kernel
 def matmul_persistent_kernel(a, b, c, M, N, K, BLOCK_M: cube.Comptime[int],
                              BLOCK_N: cube.Comptime[int], BLOCK_K: cube.Comptime[int],
@@ -136,28 +152,8 @@ def matmul_persistent_kernel(a, b, c, M, N, K, BLOCK_M: cube.Comptime[int],
     c_desc = cube.make_tensor_descriptor(c, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
     num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
-    k_tiles = (K + BLOCK_K - 1) // BLOCK_K
-    for tile in cube.range(cube.cube_pos(0), num_pid_m * num_pid_n, cube.cube_count(0),
-                           flatten=FLATTEN):
-        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
-        acc = tile_product(a_desc, b_desc, pid_m, pid_n, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K)
-        store_tile(c, c_desc, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, ACTIVATION,
-                   C_DESCRIPTOR)
-
-
-@cube.func
-def first_iteration(cube_index, per_cube, extra):
-    # Stream-K splits `iterations` as evenly as it can: the first `extra` cubes take
-    # per_cube + 1 of them, the others per_cube. Where cube `cube_index`'s share begins:
-    return cube_index * per_cube + cube.minimum(cube_index, extra)
-
-
-@cube.func
-def owner_cube(iteration, per_cube, extra):
-    # The cube whose share holds `iteration` (the inverse of first_iteration).
-    long_part = extra * (per_cube + 1)
-    return cube.where(iteration < long_part, iteration // (per_cube + 1),
-                      extra + (iteration - long_part) // cube.maximum(per_cube, 1))
+    whole_tiles(a_desc, b_desc, c, c_desc, num_pid_m * num_pid_n, M, N, K, BLOCK_M, BLOCK_N,
+                BLOCK_K, GROUP_M, ACTIVATION, C_DESCRIPTOR, FLATTEN)
 
 
 @cube.func
@@ -168,33 +164,24 @@ def partial_offsets(slot, row, ROWS: cube.Comptime[int], BLOCK_M: cube.Comptime[
             + cube.arange(0, BLOCK_N)[None, :])
 
 
-@cube.func
-def store_partial(partials, slot, acc, row, ROWS: cube.Comptime[int]):
-    cube.store(partials + partial_offsets(slot, row, ROWS, acc.shape[0], acc.shape[1]), acc)
-
-
-@cube.func
-def load_partial(partials, slot, row, ROWS: cube.Comptime[int], BLOCK_M: cube.Comptime[int],
-                 BLOCK_N: cube.Comptime[int]):
-    return cube.load(partials + partial_offsets(slot, row, ROWS, BLOCK_M, BLOCK_N))
-
-
 @cube.kernel
-def matmul_stream_k_kernel(a, b, c, partials, arrivals, M, N, K, DP_TILES,
-                           BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
-                           BLOCK_K: cube.Comptime[int], GROUP_M: cube.Comptime[int],
-                           ACTIVATION: cube.Comptime[str],
-                           C_DESCRIPTOR: cube.Comptime[bool] = False,
-                           FLATTEN: cube.Comptime[bool] = False,
-                           SUM_ROWS: cube.Comptime[int] = 32):
-    # Data-parallel tiles, then stream-K: when C's tiles do not fill the last wave of cubes
-    # (512 tiles on 132 multiprocessors leave 116 for a fourth wave), the first DP_TILES tiles
-    # run as in the persistent kernel and the K slices of the remaining tiles are shared out
-    # evenly, so every cube finishes at about the same time. A tile split between cubes is
-    # summed by whichever of them arrives last: each stores its partial sum to its own slot
-    # of `partials` (two slots per cube: the first and the last tile of its share), then
-    # counts itself in `arrivals`; the last one adds the others' slots, stores C and resets
-    # the count for the next call. Nothing waits for another cube, so any schedule works.
+def matmul_split_k_kernel(a, b, c, partials, arrivals, M, N, K, DP_TILES, SPLITS,
+                          BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
+                          BLOCK_K: cube.Comptime[int], GROUP_M: cube.Comptime[int],
+                          ACTIVATION: cube.Comptime[str],
+                          C_DESCRIPTOR: cube.Comptime[bool] = False,
+                          FLATTEN: cube.Comptime[bool] = False,
+                          SUM_ROWS: cube.Comptime[int] = 32):
+    # Whole waves of tiles, then the last, part-filled wave split along K: the first DP_TILES
+    # tiles run as in the persistent kernel; each remaining tile is cut into SPLITS parts of
+    # its K slices, one part per cube, so that the cubes that would have idled through the
+    # last wave share its work (C with fewer tiles than cubes is all split). Cube i takes
+    # part i // tail of tile i % tail: the cubes running at once on one part read the same
+    # slices of A and B, which the L2 cache then serves (an even share of slices per cube,
+    # stream-K, lost that and ran at half speed: BENCHMARKS.md). Each part's float32 sum goes
+    # to its slot of `partials`, then the cube counts itself in `arrivals` (acquire-release);
+    # the last of a tile's parts adds them up, stores C and resets the count for the next
+    # launch. Nothing waits for another cube, so any schedule of the cubes works.
     cube.static_assert(BLOCK_M % SUM_ROWS == 0, "SUM_ROWS must divide BLOCK_M")
     a_desc = cube.make_tensor_descriptor(a, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
     b_desc = cube.make_tensor_descriptor(b, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
@@ -203,52 +190,32 @@ def matmul_stream_k_kernel(a, b, c, partials, arrivals, M, N, K, DP_TILES,
     num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
     num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
     k_tiles = (K + BLOCK_K - 1) // BLOCK_K
-    me = cube.cube_pos(0)
-    cubes = cube.cube_count(0)
-    for tile in cube.range(me, DP_TILES, cubes, flatten=FLATTEN):
-        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
-        acc = tile_product(a_desc, b_desc, pid_m, pid_n, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K)
-        store_tile(c, c_desc, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, ACTIVATION,
-                   C_DESCRIPTOR)
+    whole_tiles(a_desc, b_desc, c, c_desc, DP_TILES, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K,
+                GROUP_M, ACTIVATION, C_DESCRIPTOR, FLATTEN)
 
-    iterations = (num_pid_m * num_pid_n - DP_TILES) * k_tiles  # (tile, K slice) pairs
-    per_cube = iterations // cubes
-    extra = iterations % cubes
-    start = first_iteration(me, per_cube, extra)
-    stop = first_iteration(me + 1, per_cube, extra)
-    it = start
-    while it < stop:
+    me = cube.cube_pos(0)
+    tail = num_pid_m * num_pid_n - DP_TILES
+    if me < tail * SPLITS:
         # cube.maximum(.., 0): provably non-negative corners, which TMA copies need
-        sk_tile = cube.maximum(it // k_tiles, 0)
-        k_lo = cube.maximum(it - sk_tile * k_tiles, 0)
-        k_hi = cube.minimum(k_tiles, k_lo + stop - it)
-        pid_m, pid_n = grouped_tile(cube.maximum(DP_TILES + sk_tile, 0), num_pid_m, num_pid_n,
-                                    GROUP_M)
-        acc = tile_product(a_desc, b_desc, pid_m, pid_n, k_lo, k_hi, BLOCK_M, BLOCK_N, BLOCK_K)
-        if k_lo == 0 and k_hi == k_tiles:
-            store_tile(c, c_desc, acc, pid_m * BLOCK_M, pid_n * BLOCK_N, M, N, ACTIVATION,
-                       C_DESCRIPTOR)
-        else:
-            slot = 2 * me + cube.where(it == start, 0, 1)
-            store_partial(partials, slot, acc, 0, BLOCK_M)
-            first_cube = owner_cube(sk_tile * k_tiles, per_cube, extra)
-            last_cube = owner_cube(sk_tile * k_tiles + k_tiles - 1, per_cube, extra)
-            # acquire-release: each cube's partial is stored before it counts itself
-            if cube.atomic_add(arrivals + sk_tile, 1) == last_cube - first_cube:
-                # Summed and stored in bands of rows: a whole second tile of float32 would
-                # not fit in registers beside the first (spills cost 8 % on an H200).
-                for row in cube.static_range(0, BLOCK_M, SUM_ROWS):
-                    band = cube.zeros((SUM_ROWS, BLOCK_N), cube.float32)
-                    for other in range(first_cube, last_cube + 1):
-                        # its slot 0 if this tile is the first of its share, else slot 1
-                        own_first = first_iteration(other, per_cube, extra) // k_tiles
-                        band += load_partial(partials, 2 * other +
-                                             cube.where(own_first == sk_tile, 0, 1),
-                                             row, SUM_ROWS, BLOCK_M, BLOCK_N)
-                    store_tile(c, band_desc, band, pid_m * BLOCK_M + row, pid_n * BLOCK_N, M, N,
-                               ACTIVATION, C_DESCRIPTOR)
-                cube.atomic_xchg(arrivals + sk_tile, 0)
-        it = sk_tile * k_tiles + k_hi
+        part = cube.maximum(me // tail, 0)
+        split_tile = me % tail
+        pid_m, pid_n = grouped_tile(cube.maximum(DP_TILES + split_tile, 0), num_pid_m,
+                                    num_pid_n, GROUP_M)
+        acc = tile_product(a_desc, b_desc, pid_m, pid_n,
+                           cube.maximum(part * k_tiles // SPLITS, 0),
+                           (part + 1) * k_tiles // SPLITS, BLOCK_M, BLOCK_N, BLOCK_K)
+        cube.store(partials + partial_offsets(me, 0, BLOCK_M, BLOCK_M, BLOCK_N), acc)
+        if cube.atomic_add(arrivals + split_tile, 1) == SPLITS - 1:
+            # Summed and stored in bands of rows: a second whole tile of float32 would not
+            # fit in registers beside the first (spills cost 8 % on an H200).
+            for row in cube.static_range(0, BLOCK_M, SUM_ROWS):
+                band = cube.zeros((SUM_ROWS, BLOCK_N), cube.float32)
+                for other in range(0, SPLITS):
+                    band += cube.load(partials + partial_offsets(
+                        other * tail + split_tile, row, SUM_ROWS, BLOCK_M, BLOCK_N))
+                store_tile(c, band_desc, band, pid_m * BLOCK_M + row, pid_n * BLOCK_N, M, N,
+                           ACTIVATION, C_DESCRIPTOR)
+            cube.atomic_xchg(arrivals + split_tile, 0)
 
 
 @dataclass(frozen=True)
@@ -264,7 +231,7 @@ class Config:
     persistent: bool = False  # matmul_persistent_kernel: tensor descriptors, a loop over tiles
     c_descriptor: bool = False  # persistent only: C written through a tensor descriptor too
     flatten: bool = False  # persistent only: the tile and K loops pipelined as one
-    stream_k: bool = False  # persistent only: the last, partial wave of tiles split along K
+    split_k: bool = False  # persistent only: the last, part-filled wave of tiles split along K
 
     def __str__(self) -> str:
         text = f"{self.block_m}x{self.block_n}x{self.block_k} g{self.group_m}"
@@ -274,7 +241,7 @@ class Config:
         text += " persistent" if self.persistent else ""
         text += " c-descriptor" if self.c_descriptor else ""
         text += " flat" if self.flatten else ""
-        return text + (" stream-k" if self.stream_k else "")
+        return text + (" split-k" if self.split_k else "")
 
     def options(self) -> dict:
         """The launch options this config sets (Triton's num_warps and num_stages)."""
@@ -303,17 +270,17 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
                       GROUP_M=config.group_m, ACTIVATION=activation,
                       C_DESCRIPTOR=config.c_descriptor, FLATTEN=config.flatten,
                       **config.options(), **options)
-        if config.stream_k and tiles % cubes:
-            # fewer tiles than cubes too: then all of C is shared out by K slices
-            partials, arrivals = _stream_k_workspace(a, cubes, config, target)
-            matmul_stream_k_kernel[(cubes,)](a, b, c, partials, arrivals, m, n, k,
-                                             tiles - tiles % cubes,
-                                             SUM_ROWS=min(32, config.block_m), **launch)
-        else:  # whole waves: stream-K would add nothing
+        tail = tiles % cubes  # all of C where it has fewer tiles than cubes
+        splits = min(cubes // tail, cube.cdiv(k, config.block_k)) if tail else 0
+        if config.split_k and splits >= 2:
+            partials, arrivals = _split_k_workspace(a, tail * splits, tail, config, target)
+            matmul_split_k_kernel[(cubes,)](a, b, c, partials, arrivals, m, n, k, tiles - tail,
+                                            splits, SUM_ROWS=min(32, config.block_m), **launch)
+        else:  # whole waves, or a last wave too full to split
             matmul_persistent_kernel[(min(tiles, cubes),)](a, b, c, m, n, k, **launch)
         return
-    if config.c_descriptor or config.flatten or config.stream_k:
-        raise ValueError(f"config {config}: c_descriptor, flatten and stream_k need "
+    if config.c_descriptor or config.flatten or config.split_k:
+        raise ValueError(f"config {config}: c_descriptor, flatten and split_k need "
                          "persistent=True")
     grid = (tiles,)
     even = m % config.block_m == 0 and n % config.block_n == 0 and k % config.block_k == 0
@@ -339,20 +306,20 @@ def _concurrent_cubes(array) -> int:
     return 4 * (os.cpu_count() or 1)
 
 
-_WORKSPACES: dict = {}  # (device, stream) -> (partials, arrivals) of stream-K launches
+_WORKSPACES: dict = {}  # (device, stream) -> (partials, arrivals) of split-K launches
 
 
-def _stream_k_workspace(array, cubes: int, config: Config, target: str | None):
-    """Float32 room for two partial C tiles per cube, and one arrival count per C tile (zero;
+def _split_k_workspace(array, parts: int, tiles: int, config: Config, target: str | None):
+    """Float32 room for ``parts`` partial C tiles, and one arrival count per split tile (zero;
     each launch leaves them zero again). On a GPU they are kept per device and stream, so
     that launches on one stream reuse them and launches on two streams never share them."""
     device = getattr(array, "device", None)
     if target == "wgsl" or type(array).__name__ == "DeviceArray":
         raise cube.UnsupportedError(
-            "stream_k is not supported on wgsl: WGSL atomics are relaxed, so one workgroup's "
+            "split_k is not supported on wgsl: WGSL atomics are relaxed, so one workgroup's "
             "partial tile is not guaranteed to be visible to the workgroup that adds it up",
-            hint="use a Config without stream_k=True on wgsl")
-    floats = 2 * cubes * config.block_m * config.block_n  # arrivals: fewer C tiles than cubes
+            hint="use a Config without split_k=True on wgsl")
+    floats = parts * config.block_m * config.block_n
     if getattr(device, "type", None) == "cuda":  # torch
         import torch
 
@@ -368,10 +335,10 @@ def _stream_k_workspace(array, cubes: int, config: Config, target: str | None):
                 return cupy.zeros(size, dtype=dtype)
         types = (cupy.float32, cupy.int32)
     else:  # NumPy arrays: the CPU target, or Triton's interpreter
-        return np.empty(floats, np.float32), np.zeros(cubes, np.int32)
+        return np.empty(floats, np.float32), np.zeros(tiles, np.int32)
     partials, arrivals = _WORKSPACES.get(key, (None, None))
-    if partials is None or partials.shape[0] < floats or arrivals.shape[0] < cubes:
-        partials, arrivals = make(floats, types[0]), make(cubes, types[1])
+    if partials is None or partials.shape[0] < floats or arrivals.shape[0] < tiles:
+        partials, arrivals = make(floats, types[0]), make(tiles, types[1])
         _WORKSPACES[key] = partials, arrivals
     return partials, arrivals
 
@@ -380,7 +347,7 @@ def _stream_k_workspace(array, cubes: int, config: Config, target: str | None):
 # for skinny ones. Each config's entries become the keyword arguments of matmul_tuned.
 TUNING_CONFIGS = [
     cube.Config(BM=bm, BN=bn, BK=bk, GROUP=g, num_warps=w, num_stages=s, PERSISTENT=p,
-                C_DESC=d, FLAT=f, STREAM_K=sk)
+                C_DESC=d, FLAT=f, SPLIT_K=sk)
     for bm, bn, bk, g, w, s, p, d, f, sk in [
         (128, 256, 64, 8, 8, 3, False, False, False, False),
         (128, 256, 64, 16, 8, 3, False, False, False, False),
@@ -401,21 +368,20 @@ TUNING_CONFIGS = [
         (128, 256, 64, 8, 8, 3, True, True, True, False),
         (128, 256, 64, 16, 8, 3, True, True, True, False),
         (128, 256, 32, 8, 8, 5, True, True, True, False),
-        # and the last, part-filled wave of tiles shared out by K slices (stream-K): 1.6x at
-        # 1024x1024x32768 (few tiles, long K), slower on the big shapes (BENCHMARKS.md)
+        # and the last, part-filled wave of tiles split along K: for few tiles and long K
         (128, 256, 64, 8, 8, 3, True, True, False, True)]]
 
 
 @cube.autotune(configs=TUNING_CONFIGS, key=["M", "N", "K"])
 def matmul_tuned(a, b, c, M, N, K, BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT=False,
-                 C_DESC=False, FLAT=False, STREAM_K=False, target=None):
+                 C_DESC=False, FLAT=False, SPLIT_K=False, target=None):
     """``c = a @ b`` with tile sizes and launch options tuned per (M, N, K) bucket, dtype and
     device; results ship in autotune_cache/ for the devices we tuned on.
 
     Example:
         >>> matmul_tuned(a, b, c, *a.shape, b.shape[1])  # doctest: +SKIP
     """
-    config = Config(BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT, C_DESC, FLAT, STREAM_K)
+    config = Config(BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT, C_DESC, FLAT, SPLIT_K)
     matmul(a, b, c, config=config, target=target)
 
 

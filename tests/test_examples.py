@@ -82,18 +82,18 @@ def test_matmul_persistent(target, dtype, shape, c_descriptor, flatten):
 
 @pytest.mark.parametrize(
     ("dtype", "shape"),
-    [("float16", (70, 50, 45)),  # 10 tiles: 8 cubes on the CPU, then 2 tiles by stream-K
-     ("bfloat16", (16, 96, 300)),  # 3 tiles, fewer than the cubes: all stream-K, 19 slices
-     ("float32", (200, 160, 300))],  # 65 tiles: one by stream-K, its 19 slices on 8 cubes
+    [("float16", (70, 50, 45)),  # 10 tiles on 8 CPU cubes: the last 2 split in 3 parts of K
+     ("bfloat16", (16, 96, 300)),  # 3 tiles, fewer than the cubes: all split, 2 parts each
+     ("float32", (200, 160, 300))],  # 65 tiles: the last one split in 8 parts
 )
 @pytest.mark.parametrize("c_descriptor,flatten", [(False, False), (True, True)])
-def test_matmul_stream_k(target, dtype, shape, c_descriptor, flatten):
-    """The tiles of the last, part-filled wave split along K between cubes; each split tile
-    summed by the cube that finishes its part last. wgsl refuses it (relaxed atomics)."""
+def test_matmul_split_k(target, dtype, shape, c_descriptor, flatten):
+    """The tiles of the last, part-filled wave split along K between the cubes; each split
+    tile summed by the cube that finishes its part last. wgsl refuses it (relaxed atomics)."""
     config = matmul.Config(16, 32, 16, group_m=2, persistent=True, c_descriptor=c_descriptor,
-                           flatten=flatten, stream_k=True)
+                           flatten=flatten, split_k=True)
     if target == "wgsl":
-        with pytest.raises(cube.UnsupportedError, match="stream_k is not supported on wgsl"):
+        with pytest.raises(cube.UnsupportedError, match="split_k is not supported on wgsl"):
             matmul.check(target, *shape, "float32", "relu", config=config)
         return
     for seed in range(2):  # the counts each launch leaves at zero serve the next one
@@ -103,16 +103,16 @@ def test_matmul_stream_k(target, dtype, shape, c_descriptor, flatten):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("c_descriptor,flatten,stream_k",
+@pytest.mark.parametrize("c_descriptor,flatten,split_k",
                          [(False, False, False), (True, False, False), (True, True, False),
                           (False, False, True), (True, True, True)])
 @pytest.mark.parametrize("shape", [(300, 264, 152), (2100, 2100, 200)])
-def test_matmul_persistent_tma_on_the_gpu(c_descriptor, flatten, stream_k, shape):
+def test_matmul_persistent_tma_on_the_gpu(c_descriptor, flatten, split_k, shape):
     """Rows 16-byte aligned, so that the TMA variant runs; ragged tiles at every edge. With
-    stream-K, 9 tiles are all shared out by K slices, and of 289 tiles on an H200 (132
-    multiprocessors) the last 25."""
+    split_k on an H200 (132 multiprocessors), 9 tiles are all split in 3 parts of K, and of
+    289 tiles the last 25 in 4."""
     config = matmul.Config(128, 128, 64, group_m=8, num_warps=8, num_stages=3, persistent=True,
-                           c_descriptor=c_descriptor, flatten=flatten, stream_k=stream_k)
+                           c_descriptor=c_descriptor, flatten=flatten, split_k=split_k)
     for seed in range(2):
         assert matmul.check("triton", *shape, "bfloat16", "gelu", config=config, seed=seed)
 
@@ -120,8 +120,8 @@ def test_matmul_persistent_tma_on_the_gpu(c_descriptor, flatten, stream_k, shape
 def test_matmul_c_descriptor_needs_the_persistent_kernel():
     a = np.zeros((4, 4), np.float32)
     for config in (matmul.Config(c_descriptor=True), matmul.Config(flatten=True),
-                   matmul.Config(stream_k=True)):
-        with pytest.raises(ValueError, match="stream_k need persistent=True"):
+                   matmul.Config(split_k=True)):
+        with pytest.raises(ValueError, match="split_k need persistent=True"):
             matmul.matmul(a, a, a, config=config, target="cpu")
 
 

@@ -1,18 +1,21 @@
-"""Does stream-K close the gap to cuBLAS where C's tiles leave the last wave part-empty?
+"""Does splitting the last, part-filled wave of C's tiles along K pay, against cuBLAS?
 
-    python bench/stream_k_probe.py [--shapes 4096x4096x4096,...] [--dtypes bf16,fp16]
+    python bench/split_k_probe.py [--shapes 4096x4096x4096,...] [--dtypes bf16,fp16]
 
 At 4096³ with 128x256 tiles, C has 512 tiles for the H200's 132 multiprocessors: three full
-waves and a fourth of 116, so 12 % of the fourth wave idles (3 % of the run). The example
-matmul's ``Config(stream_k=True)`` runs the first three waves as the persistent kernel does and
-shares out the K slices of the last 116 tiles evenly. For each shape this prints:
+waves and a fourth of 116, so 12 % of the fourth wave idles (3 % of the run). Run 15 of
+BENCHMARKS.md measured stream-K here (the last wave's K slices shared out evenly; git history
+of this file); the example matmul now has ``Config(split_k=True)`` instead: the whole waves
+as the persistent kernel runs them, then each tile of the last wave cut into as many parts
+of its K slices as there are cubes per tile to spare (none at 4096³, where 116 of 132 cubes
+are busy: it is then the persistent kernel). For each shape this prints:
 
 1. the kernels cuBLAS runs (from torch's profiler: their names say tile shape and schedule);
 2. each config once (``do_bench`` median), with its error against cuBLAS's result;
-3. the best config with and without stream-K, each in turns with cuBLAS (five rounds of
+3. the best config with and without split_k, each in turns with cuBLAS (five rounds of
    ``do_bench`` medians), and the two in turns with each other.
 
-4224x4096x4096 is the control: 33 x 16 = 528 tiles, four whole waves, no stream-K to do.
+4224x4096x4096 is the control: 33 x 16 = 528 tiles, four whole waves, nothing to split.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def probe(m: int, n: int, k: int, dtype: torch.dtype) -> None:
     cublas = bench(lambda: torch.matmul(a, b, out=want))
     print(f"  cuBLAS {cublas * 1e3:7.1f} us {flops / cublas / 1e9:5.0f} TFLOP/s", flush=True)
     timed = []
-    for config in BASE + [replace(config, stream_k=True) for config in BASE]:
+    for config in BASE + [replace(config, split_k=True) for config in BASE]:
         c.zero_()
         mm.matmul(a, b, c, config=config, target="triton")
         error = float((c.float() - want.float()).abs().max() / want.float().abs().max())
@@ -71,20 +74,20 @@ def probe(m: int, n: int, k: int, dtype: torch.dtype) -> None:
         timed.append((ms, config))
         print(f"  {str(config):<52} {ms * 1e3:7.1f} us {flops / ms / 1e9:5.0f} TFLOP/s "
               f"{cublas / ms:.3f}x  rel err {error:.1e}", flush=True)
-    plain = min((t for t in timed if not t[1].stream_k), key=lambda t: t[0])[1]
-    stream_k = min((t for t in timed if t[1].stream_k), key=lambda t: t[0])[1]
+    plain = min((t for t in timed if not t[1].split_k), key=lambda t: t[0])[1]
+    split = min((t for t in timed if t[1].split_k), key=lambda t: t[0])[1]
     launch = {config: (lambda config=config: mm.matmul(a, b, c, config=config,
                                                        target="triton"))
-              for config in (plain, stream_k)}
+              for config in (plain, split)}
     peer = lambda: torch.matmul(a, b, out=want)  # noqa: E731
     print("  in turns (5 rounds of do_bench medians):", flush=True)
-    for config in (plain, stream_k):
+    for config in (plain, split):
         theirs, mine = medians_in_turns(bench, peer, launch[config])
         print(f"  {str(config):<52} {mine * 1e3:7.1f} us vs cuBLAS {theirs * 1e3:7.1f} us "
               f"{theirs / mine:.3f}x", flush=True)
-    without, with_sk = medians_in_turns(bench, launch[plain], launch[stream_k])
-    print(f"  stream-K vs without: {without * 1e3:.1f} / {with_sk * 1e3:.1f} us = "
-          f"{without / with_sk:.3f}x", flush=True)
+    without, with_split = medians_in_turns(bench, launch[plain], launch[split])
+    print(f"  split_k vs without: {without * 1e3:.1f} / {with_split * 1e3:.1f} us = "
+          f"{without / with_split:.3f}x", flush=True)
 
 
 def main() -> None:
