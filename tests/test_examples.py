@@ -82,9 +82,9 @@ def test_matmul_persistent(target, dtype, shape, c_descriptor, flatten):
 
 @pytest.mark.parametrize(
     ("dtype", "shape"),
-    [("float16", (70, 50, 45)),  # 10 tiles on 8 CPU cubes: the last 2 split in 3 parts of K
-     ("bfloat16", (16, 96, 300)),  # 3 tiles, fewer than the cubes: all split, 2 parts each
-     ("float32", (200, 160, 300))],  # 65 tiles: the last one split in 8 parts
+    # the splits with 8 cubes (the CPU target on 2 cores): 10 tiles, the last 2 in 3 parts
+    # of K; 3 tiles, fewer than the cubes, all in 2 parts; 65 tiles, the last one in 8 parts
+    [("float16", (70, 50, 45)), ("bfloat16", (16, 96, 300)), ("float32", (200, 160, 300))],
 )
 @pytest.mark.parametrize("c_descriptor,flatten", [(False, False), (True, True)])
 def test_matmul_split_k(target, dtype, shape, c_descriptor, flatten):

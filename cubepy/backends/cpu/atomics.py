@@ -3,7 +3,7 @@
 With Numba, each is one LLVM ``atomicrmw``/``cmpxchg`` on the array element (the grid runs
 in parallel threads, so a plain read-modify-write would lose updates), acquire-release as on
 Triton: a cube's stores before an atomic are seen by a cube that reads its result after (the
-stream-K matmul hands its partial sums over so). In debug mode the grid runs sequentially and
+split-K matmul hands its partial sums over so). In debug mode the grid runs sequentially and
 the same functions are plain Python.
 """
 
