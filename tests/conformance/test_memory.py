@@ -300,3 +300,29 @@ def test_masked_loads_outside_the_array_are_never_read(target, rng):
     stencil_kernel[(cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK, target=target)
     padded = np.concatenate([[0.0], x.astype(np.float64), [0.0]])
     assert_close(out, padded[:-2] + 2 * padded[1:-1] + padded[2:])
+
+
+@cube.kernel
+def scalar_mask_kernel(x, seen, out, counts, active, COLS: cube.Comptime[int]):
+    # Each cube reads a 2 x COLS block (contiguous rows); a scalar mask switches whole cubes
+    # off: their loads give `other`, their stores and atomics do nothing.
+    on = cube.cube_pos(0) < active
+    block = ((2 * cube.cube_pos(0) + cube.arange(0, 2))[:, None] * COLS
+             + cube.arange(0, COLS)[None, :])
+    values = cube.load(x + block, mask=on, other=-1.0)
+    cube.store(seen + block, values)
+    cube.store(out + block, values + 1.0, mask=on)
+    cube.atomic_add(counts + cube.arange(0, COLS), 1, mask=on)
+
+
+def test_scalar_mask_on_tiles(target, rng):
+    cubes, active, cols = 6, 4, 32
+    x = random_array(rng, (2 * cubes, cols), "float32")
+    seen, out = poison(x.shape, "float32"), poison(x.shape, "float32")
+    counts = np.zeros(cols, np.int32)
+    scalar_mask_kernel[(cubes,)](x, seen, out, counts, active, COLS=cols, target=target)
+    on = 2 * active
+    assert_close(seen, np.concatenate([x[:on], np.full_like(x[on:], -1.0)]))
+    assert_close(out[:on], x[:on] + np.float32(1.0))
+    assert np.isnan(out[on:]).all()
+    assert_close(counts, np.full(cols, active, np.int32))

@@ -339,12 +339,12 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         rows = self._rows(ptr)
         if rows is not None:
             raw = f"load_rows_nomask({arr}, {rows})" if mask is None else \
-                f"load_rows({arr}, {rows}, {self.n(mask)})"
+                f"load_rows({arr}, {rows}, {self._tile(mask, ptr.type.shape)})"
             raw += f".reshape({ptr.type.shape})"
         elif mask is None:
             raw = f"load_t_nomask({arr}, {self.n(ptr)})"
         else:
-            raw = f"load_t({arr}, {self.n(ptr)}, {self.n(mask)})"
+            raw = f"load_t({arr}, {self.n(ptr)}, {self._tile(mask, ptr.type.shape)})"
         self.line(f"{res} = {conv}_t({raw})" if conv else f"{res} = {raw}")
         if other is not None and not _is_zero(other):  # load_t already gives 0 off-mask
             self.line(f"{res} = np.where({self.n(mask)}, {res}, {self.n(other)})")
@@ -384,14 +384,17 @@ class CpuEmitter(DotAccumulation, PyEmitter):
             if mask is None:
                 self.line(f"store_rows_nomask({arr}, {rows}, {vals})")
             else:
-                self.line(f"store_rows({arr}, {rows}, {vals}, {self.n(mask)})")
+                self.line(f"store_rows({arr}, {rows}, {vals}, "
+                          f"{self._tile(mask, ptr.type.shape)})")
         elif value.type.is_scalar:
-            mask_text = self.n(mask) if mask is not None else f"np.ones({ptr.type.shape}, np.bool_)"
+            mask_text = self._tile(mask, ptr.type.shape) if mask is not None else \
+                f"np.ones({ptr.type.shape}, np.bool_)"
             self.line(f"store_ts({arr}, {self.n(ptr)}, {stored}, {mask_text})")
         elif mask is None:
             self.line(f"store_t_nomask({arr}, {self.n(ptr)}, {stored})")
         else:
-            self.line(f"store_t({arr}, {self.n(ptr)}, {stored}, {self.n(mask)})")
+            self.line(f"store_t({arr}, {self.n(ptr)}, {stored}, "
+                      f"{self._tile(mask, ptr.type.shape)})")
 
     def atomic(self, op: Operation) -> None:
         ptr, *rest = op.operands
@@ -416,7 +419,7 @@ class CpuEmitter(DotAccumulation, PyEmitter):
             else:
                 self.line(f"{res} = {call} if {self.n(mask)} else {literal(0, ptr.type.dtype)}")
             return
-        mask_text = self.n(mask) if mask is not None else f"np.ones({shape}, np.bool_)"
+        mask_text = self._tile(mask, shape) if mask is not None else f"np.ones({shape}, np.bool_)"
         self.line(f"{res} = atomic_{kind}_t({arr}, {self.n(ptr)}, {self._tile(val, shape)}, "
                   f"{mask_text})")
 
