@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
-from tma_probe import tile_of  # bench/ is on the path when this file runs
+from tma_probe import shape_and_dtype_runs, tile_of  # bench/ is on the path here
 
 
 @triton.jit
@@ -150,11 +150,8 @@ def main() -> None:
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
                                                                  device="cuda"))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
-    for shape in args.shapes.split(","):
-        m, n, k = (int(x) for x in shape.split("x"))
-        for name in args.dtypes.split(","):
-            probe(m, n, k, dtypes[name], sms, args.clusters)
+    for m, n, k, dtype in shape_and_dtype_runs(args.shapes, args.dtypes):
+        probe(m, n, k, dtype, sms, args.clusters)
 
 
 if __name__ == "__main__":

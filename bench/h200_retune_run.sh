@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs 15 and 16 on the H200 in one device call each (BENCHMARKS.md): every gpu test, the
+# Runs 15, 16 and 19 on the H200 in one device call each (BENCHMARKS.md): every gpu test, the
 # split-K probe (bench/split_k_probe.py) on $PROBE_SHAPES, a cold autotune run whose export
 # replaces the example matmul's entries in autotune_cache/ (in this working tree), then the
 # same autotune script with empty cubepy and Triton caches, which must use those entries

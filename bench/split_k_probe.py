@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from gpu_bench_triton import medians_in_turns  # noqa: E402
+from tma_probe import shape_and_dtype_runs  # noqa: E402
 
 from examples import matmul as mm  # noqa: E402
 
@@ -95,13 +96,10 @@ def main() -> None:
     parser.add_argument("--shapes", default="4096x4096x4096,4224x4096x4096,8192x8192x8192")
     parser.add_argument("--dtypes", default="bf16,fp16")
     args = parser.parse_args()
-    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
     print(torch.cuda.get_device_name(), "multiprocessors",
           torch.cuda.get_device_properties(0).multi_processor_count, flush=True)
-    for shape in args.shapes.split(","):
-        m, n, k = (int(x) for x in shape.split("x"))
-        for name in args.dtypes.split(","):
-            probe(m, n, k, dtypes[name])
+    for m, n, k, dtype in shape_and_dtype_runs(args.shapes, args.dtypes):
+        probe(m, n, k, dtype)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,16 @@ import triton
 import triton.language as tl
 
 
+def shape_and_dtype_runs(shapes: str, dtypes: str):
+    """(m, n, k, torch dtype) for each of the probes' ``--shapes 4096x4096x4096,...`` and
+    ``--dtypes bf16,fp16``, shapes outermost."""
+    by_name = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    for shape in shapes.split(","):
+        m, n, k = (int(x) for x in shape.split("x"))
+        for name in dtypes.split(","):
+            yield m, n, k, by_name[name]
+
+
 @triton.jit
 def tile_of(tile, num_m, num_n, GROUP: tl.constexpr):
     in_group = GROUP * num_n

@@ -271,8 +271,9 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
                       C_DESCRIPTOR=config.c_descriptor, FLATTEN=config.flatten,
                       **config.options(), **options)
         tail = tiles % cubes  # all of C where it has fewer tiles than cubes
-        splits = min(cubes // tail, cube.cdiv(k, config.block_k)) if tail else 0
-        if config.split_k and splits >= 2:
+        splits = min(cubes // tail, cube.cdiv(k, config.block_k)) \
+            if config.split_k and tail else 0
+        if splits >= 2:
             partials, arrivals = _split_k_workspace(a, tail * splits, tail, config, target)
             matmul_split_k_kernel[(cubes,)](a, b, c, partials, arrivals, m, n, k, tiles - tail,
                                             splits, SUM_ROWS=min(32, config.block_m), **launch)
@@ -325,7 +326,7 @@ def _split_k_workspace(array, parts: int, tiles: int, config: Config, target: st
     each launch leaves them zero again). On a GPU they are kept per device and stream, so
     that launches on one stream reuse them and launches on two streams never share them."""
     device = getattr(array, "device", None)
-    if target == "wgsl" or type(array).__name__ == "DeviceArray":
+    if target == "wgsl" or hasattr(array, "__cube_device_array__"):
         raise cube.UnsupportedError(
             "split_k is not supported on wgsl: WGSL atomics are relaxed, so one workgroup's "
             "partial tile is not guaranteed to be visible to the workgroup that adds it up",
