@@ -1,7 +1,8 @@
 """Why a tuned skinny matmul can be slower than its config (exploration; see BENCHMARKS.md).
 
 Times 16x8192x8192 bf16 through ``matmul_tuned`` (the autotune dispatch), the same config
-through ``matmul`` directly, and torch, with triton's do_bench; and the host time per call.
+through ``matmul`` directly, and torch, with triton's do_bench; and the host time per call,
+with the tuner's dispatch alone on its repeat path and on its full path.
 With ``--profile``, where the host time of 2,000 tuned calls goes (cProfile).
 """
 
@@ -29,7 +30,8 @@ best = mm.matmul_tuned.last_config
 print("tunings", STATS.tunings, "config", best)
 kw = best.launch_kwargs()
 config = mm.Config(kw["BM"], kw["BN"], kw["BK"], kw["GROUP"], kw["num_warps"], kw["num_stages"],
-                   kw.get("PERSISTENT", False), kw.get("C_DESC", False), kw.get("FLAT", False))
+                   kw.get("PERSISTENT", False), kw.get("C_DESC", False), kw.get("FLAT", False),
+                   kw.get("SPLIT_K", False))
 
 
 for name, fn in [("matmul_tuned", lambda: mm.matmul_tuned(a, b, c, m, n, k)),
@@ -37,6 +39,21 @@ for name, fn in [("matmul_tuned", lambda: mm.matmul_tuned(a, b, c, m, n, k)),
                  ("torch.matmul", lambda: torch.matmul(a, b))]:
     print(f"{name:<16} do_bench {triton.testing.do_bench(fn, return_mode='median') * 1e3:7.1f} us"
           f"  host {host_us(fn, calls=500):6.1f} us/call", flush=True)
+
+# The tuner's own share: its dispatch with a no-op in place of the matmul, for a repeated
+# positional call (straight to the remembered config) and through the full binding and key
+# (the path every call took before the repeat key)
+tuner, args = mm.matmul_tuned, (a, b, c, m, n, k)
+
+
+def dispatch() -> None:
+    tuner._call(lambda cfg: None, args, {})
+
+
+print(f"{'dispatch, repeat':<16} host {host_us(dispatch, calls=2000):6.1f} us/call")
+tuner._keyed_positions, keyed = None, tuner._keyed_positions
+print(f"{'dispatch, full':<16} host {host_us(dispatch, calls=2000):6.1f} us/call")
+tuner._keyed_positions = keyed
 
 if "--profile" in sys.argv:  # where the host time of a tuned call goes
     import cProfile

@@ -104,6 +104,50 @@ def layout_class(value: Any) -> str:
     return "f" if dense(dims[::-1]) else "s"
 
 
+def repeat_key(args: tuple, keyed: tuple[bool, ...] | None) -> tuple | None:
+    """The key of a call made with positional arguments only, built straight from them for
+    speed: it runs on every call of a tuned function, and a skinny matmul's kernel takes less
+    time than binding and keying its arguments in full. ``keyed`` says, per leading
+    parameter, whether its value is part of the key. The repeat key holds the settings'
+    generation, those values, and each array's kind, dtype, device and contiguity (with its
+    shape and strides where those can matter), so calls with one repeat key have one full key.
+    None (keyword calls, other kinds of arrays) sends the call down the full path.
+
+    Example:
+        >>> a = np.zeros((4, 8), np.float32)
+        >>> repeat_key((a, 4), (False, True)) == repeat_key((a.copy(), 4), (False, True))
+        True
+    """
+    if keyed is None or len(args) > len(keyed):
+        return None
+    parts: list[Any] = [len(args), config.generation()]
+    append = parts.append
+    for value, in_key in zip(args, keyed):
+        kind = type(value)
+        if kind is int:
+            if in_key:
+                append(value)
+        elif kind is np.ndarray:
+            append(value.dtype)
+            append(value.shape)
+            append(value.strides)
+        elif kind in PLAIN_SCALARS:
+            if in_key:
+                append((kind, value))
+        elif kind.__module__ == "torch" and kind.__name__ == "Tensor":
+            append(value.dtype)
+            append(value.get_device())  # an int: cheaper than a torch.device
+            if in_key or not value.is_contiguous():
+                append(tuple(value.shape))
+                append(value.stride())
+        else:
+            return None  # DeviceArrays, CuPy arrays, anything else: the full path
+    return tuple(parts)
+
+
+PLAIN_SCALARS = frozenset({int, float, bool, str, type(None)})  # never arrays
+
+
 # ---- target and device ----
 
 def resolve_target(bound: Mapping[str, Any], explicit: str | None) -> str:

@@ -38,7 +38,17 @@ from .bench import (
 )
 from .clocks import timer_for
 from .config import Config, configs_checksum
-from .key import Bucket, TuneKey, fingerprint, is_array, make_key, pow2_anchor, resolve_target
+from .key import (
+    PLAIN_SCALARS,
+    Bucket,
+    TuneKey,
+    fingerprint,
+    is_array,
+    make_key,
+    pow2_anchor,
+    repeat_key,
+    resolve_target,
+)
 
 log = logging.getLogger("cubepy.autotune")
 
@@ -127,11 +137,13 @@ class Autotuner:
         self._memo: dict[str, Config] = {}
         self._keys: dict[tuple, TuneKey] = {}
         self._defaults: dict[str, Config] = {}
+        self._repeats: dict[tuple, tuple[TuneKey, Config, str]] = {}
         self._lock = threading.RLock()
         self._validate()
         self._tuned_names = frozenset(name for c in self.configs for name in c.launch_kwargs())
         self._launch_kwargs = {id(c): c.launch_kwargs() for c in self.configs}
         self._positional = self._positional_names()
+        self._keyed_positions = self._keyed_positions_of()
         functools.update_wrapper(self, inner, updated=())
 
     def _positional_names(self) -> tuple[int, list[tuple[str, Any]]] | None:
@@ -144,6 +156,16 @@ class Autotuner:
         leading = next((i for i, p in enumerate(params) if p.name in self._tuned_names),
                        len(params))
         return leading, [(p.name, p.default) for p in params if p.name not in self._tuned_names]
+
+    def _keyed_positions_of(self) -> tuple[bool, ...] | None:
+        """For ``repeat_key``: per leading positional parameter, whether its value is part
+        of the key (a key name, or a host function's own ``target``); None where positional
+        calls cannot be keyed that way."""
+        if self._positional is None:
+            return None
+        leading = self._positional[1][:self._positional[0]]
+        return tuple(name in self.key or (name == "target" and not self.is_kernel)
+                     for name, _ in leading)
 
     def __repr__(self) -> str:
         return f"<cube.autotune {self.name}: {len(self.configs)} configs>"
@@ -229,6 +251,13 @@ class Autotuner:
         return bound
 
     def _call(self, run: Callable[[Config], Any], args: tuple, kwargs: dict[str, Any]) -> Any:
+        repeat = repeat_key(args, self._keyed_positions) if not kwargs else None
+        if repeat is not None:
+            seen = self._repeats.get(repeat)
+            if seen is not None:  # a call like an earlier one: its config, nothing rebuilt
+                self.last_key, self.last_config, counter = seen
+                _count(self.stats, counter)
+                return run(self.last_config)
         bound = self._bind(args, kwargs)
         explicit = kwargs.get("target")
         if explicit is None and not self.is_kernel and isinstance(bound.get("target"), str):
@@ -242,6 +271,7 @@ class Autotuner:
                     self._context(tune_key, bound))
             _count(self.stats, "defaults")
             self.last_config = chosen
+            self._remember(repeat, tune_key, chosen, "defaults")
             return run(chosen)
         chosen = self._memo.get(tune_key.id)
         if chosen is not None:
@@ -252,7 +282,16 @@ class Autotuner:
                     or self._tune(tune_key, bound, run)
                 self._memo[tune_key.id] = chosen
         self.last_config = chosen
+        self._remember(repeat, tune_key, chosen, "memory_hits")
         return run(chosen)
+
+    def _remember(self, repeat: tuple | None, tune_key: TuneKey, chosen: Config,
+                  counter: str) -> None:
+        if repeat is None:
+            return
+        if len(self._repeats) >= 4096:  # many distinct shapes: start over, stay small
+            self._repeats.clear()
+        self._repeats[repeat] = (tune_key, chosen, counter)
 
     def _key_of(self, bound: Mapping[str, Any], explicit: str | None) -> TuneKey:
         raw = self._raw_key(bound, explicit)
@@ -271,7 +310,7 @@ class Autotuner:
         parts: list[Any] = [explicit, settings_module.settings()]
         for name, value in bound.items():
             kind = type(value)
-            if kind in _PLAIN_SCALARS:  # sizes and flags: first, as the commonest and cheapest
+            if kind in PLAIN_SCALARS:  # sizes and flags: first, as the commonest and cheapest
                 if name in self.key:
                     parts.append((name, kind, value))
             elif kind is np.ndarray:
@@ -404,9 +443,6 @@ class Autotuner:
         path = cache.store(self.name, tune_key.target, tune_key.device, tune_key.id, entry)
         log.info("autotune %s (%s): %s wins; stored in %s", self.name, tune_key.describe(),
                  best.config, path)
-
-
-_PLAIN_SCALARS = frozenset({int, float, bool, str, type(None)})  # never arrays
 
 
 def _count(stats: Stats, name: str) -> None:

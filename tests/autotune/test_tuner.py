@@ -71,6 +71,29 @@ def test_sizes_in_one_bucket_share_a_result(cache_dir):
     assert fresh.stats.tunings == 0 and fresh.stats.cache_hits == 1
 
 
+def test_repeated_calls_reuse_their_key_but_not_across_layouts_or_settings(
+        cache_dir, monkeypatch):
+    n = 1000
+    x, y, out = add_inputs(n)
+    tuned = make_add()
+    for _ in range(3):  # the same positional call: tuned once, then straight to its config
+        tuned[_grid(n)](x, y, out, n)
+        np.testing.assert_array_equal(out, x + y)
+    assert tuned.stats.tunings == 1 and tuned.stats.memory_hits == 2
+    first_key = tuned.last_key
+    strided = np.repeat(x, 2)[::2]  # another layout class: its own key (the kernel reads
+    tuned[_grid(n)](strided, y, out, n)  # memory in order, so only the key is checked here)
+    assert tuned.stats.tunings == 2 and tuned.last_key.id != first_key.id
+    assert tuned.last_key.as_json()["arrays"]["x"] == "float32/s"
+    tuned[_grid(n)](x, y, out, n)  # back to the first call's key
+    assert tuned.last_key.id == first_key.id and tuned.stats.tunings == 2
+    monkeypatch.setenv("CUBEPY_AUTOTUNE", "0")  # new settings: the repeat is not reused
+    config.reload()
+    tuned[_grid(n)](x, y, out, n)
+    np.testing.assert_array_equal(out, x + y)
+    assert tuned.stats.defaults == 1 and tuned.last_config == ADD_CONFIGS[0]
+
+
 def test_arrays_restored_between_candidates():
     n = 1000
     x, y, _ = add_inputs(n)

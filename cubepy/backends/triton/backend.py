@@ -38,6 +38,7 @@ try:
     from .arrays import prepare_launch_args
     from .codegen import TritonSource, generate
     from .descriptors import TmaGuard, tma_blocks
+    from .direct import DirectLauncher
     from .loader import (
         current_interpret_mode,
         gpu_driver_available,
@@ -227,7 +228,8 @@ class TritonKernel:
         numpy_scalars = None if self.interpret else self._gpu_fast_args(args)
         if numpy_scalars is None:
             return None
-        run, options, guard = self.jit_fn.run, self.launch_options, self.tma_guard
+        plain, tma = self._direct_launchers
+        guard = self.tma_guard
 
         def launch(grid: tuple[int, int, int], args: list[Any]) -> None:
             if grid[0] * grid[1] * grid[2] == 0:
@@ -237,10 +239,17 @@ class TritonKernel:
             if interpreter_applied():  # switched since: the checked path explains
                 self.launch(grid, args)
                 return
-            chosen = self.tma_jit_fn.run if guard is not None and guard.allows(args) else run
-            chosen(*args, grid=grid, warmup=False, **options)  # what jit_fn[grid](...) calls
+            (tma if guard is not None and guard.allows(args) else plain)(grid, args)
 
         return launch
+
+    @functools.cached_property
+    def _direct_launchers(self) -> tuple[DirectLauncher, DirectLauncher | None]:
+        """Launchers past Triton's dispatch (``direct``) for the pointer and TMA variants,
+        shared by this specialization's trusted launchers."""
+        tma = self.tma_jit_fn
+        return (DirectLauncher(self.jit_fn, self.launch_options),
+                DirectLauncher(tma, self.launch_options) if tma is not None else None)
 
     def _gpu_fast_args(self, args: list[Any]) -> list[int] | None:
         """Where ``args`` hold NumPy scalars (to pass as Python numbers), when they suit the

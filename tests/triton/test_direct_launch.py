@@ -1,0 +1,73 @@
+"""Launches past Triton's dispatch (``cubepy.backends.triton.direct``).
+
+Its key must tell apart every two launches Triton would compile apart: checked here against
+Triton's own specialization of integers and arrays, and on a GPU by launching one kernel with
+integers and addresses of every class, comparing each result with NumPy.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+triton = pytest.importorskip("triton")
+
+from cubepy.backends.triton import loader  # noqa: E402
+from cubepy.backends.triton.adapter import NumpyTensor  # noqa: E402
+from cubepy.backends.triton.direct import DirectLauncher  # noqa: E402
+
+INTS = [0, 1, 2, 15, 16, 17, 32, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 1, -(2**31),
+        -(2**31) - 1, 2**40, 2**40 + 3, 2**63 - 16, 2**63, 2**63 + 5, 2**64 - 16]
+
+
+def _triton_specialization(value):
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.compiler import BaseBackend
+
+    return native_specialize_impl(BaseBackend, value, False, True, True)
+
+
+@pytest.mark.parametrize("a, b", list(itertools.combinations(INTS, 2)))
+def test_integers_triton_compiles_apart_have_different_keys(a, b):
+    if _triton_specialization(a) != _triton_specialization(b):
+        assert DirectLauncher._specialization([a]) != DirectLauncher._specialization([b])
+
+
+def test_array_alignment_is_in_the_key():
+    data = np.zeros(64, np.float32)
+    aligned, offset = NumpyTensor(data), NumpyTensor(data[1:])
+    assert _triton_specialization(aligned) != _triton_specialization(offset)
+    assert DirectLauncher._specialization([aligned]) != DirectLauncher._specialization([offset])
+    # floats and bools are not specialized by value, by Triton or here
+    assert DirectLauncher._specialization([1.0, True]) == DirectLauncher._specialization(
+        [2.5, False])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not loader.gpu_driver_available(), reason="needs a CUDA GPU driver")
+def test_gpu_direct_launches_match_numpy_for_every_class():
+    import torch
+
+    import cubepy as cube
+
+    @cube.kernel
+    def axpy(x, y, out, n, alpha, BLOCK: cube.Comptime[int]):
+        offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+        m = offs < n
+        cube.store(out + offs, alpha * cube.load(x + offs, m) + cube.load(y + offs, m), m)
+
+    base = torch.arange(4096, device="cuda", dtype=torch.float32)
+    ones = torch.ones(4096, device="cuda", dtype=torch.float32)
+    for _round in range(3):  # the first launch of each class goes through Triton, then direct
+        for offset, n in itertools.product((0, 1, 4), (1, 16, 17, 1000)):
+            x = base[offset:offset + n]
+            out = torch.full((4096,), -7.0, device="cuda")[offset:offset + n]
+            axpy[(cube.cdiv(n, 256),)](x, ones[:n], out, n, 2.0, BLOCK=256)
+            torch.cuda.synchronize()
+            expected = 2.0 * np.arange(offset, offset + n, dtype=np.float32) + 1.0
+            np.testing.assert_array_equal(out.cpu().numpy(), expected)
+    compiled = next(iter(axpy._compiled.values()))
+    plain, _ = compiled._direct_launchers
+    assert plain.direct and len(plain.kernels) >= 4  # aligned or not, n = 1, 16 or neither
