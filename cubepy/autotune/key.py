@@ -17,9 +17,11 @@ import ast
 import functools
 import hashlib
 import inspect
+import io
 import json
 import platform
 import textwrap
+import tokenize
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -250,7 +252,15 @@ def make_key(bound: Mapping[str, Any], key: Mapping[str, Bucket | None], target:
 
 def function_source(fn: Callable[..., Any]) -> str:
     """The source of ``fn`` from its ``def`` line (decorators, and so the config list, left
-    out); a digest of its bytecode when the source is not available."""
+    out) without its comments and blank lines, so that editing those does not orphan tuning
+    results; a digest of its bytecode when the source is not available.
+
+    Example:
+        >>> def scale(x):  # doubles
+        ...     return 2 * x  # exactly
+        >>> function_source(scale)  # doctest: +SKIP
+        'def scale(x):\n    return 2 * x'
+    """
     try:
         source = textwrap.dedent(inspect.getsource(fn))
     except (OSError, TypeError):
@@ -263,7 +273,23 @@ def function_source(fn: Callable[..., Any]) -> str:
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
     if node is None:
         return source
-    return "\n".join(source.splitlines()[node.lineno - 1:])
+    return _without_comments("\n".join(source.splitlines()[node.lineno - 1:]))
+
+
+def _without_comments(source: str) -> str:
+    """``source`` with its comments cut out, trailing spaces and blank lines dropped. Cut by
+    the comment tokens' positions in the text (not rebuilt from tokens, which Python 3.12
+    splits differently inside f-strings), so the result is the same on every Python."""
+    lines = source.splitlines()
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    for token in reversed(tokens):  # one comment per line at most, at its end
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            lines[row - 1] = lines[row - 1][:col]
+    return "\n".join(line.rstrip() for line in lines if line.strip())
 
 
 def _code_digest(code: types.CodeType) -> str:

@@ -199,13 +199,20 @@ def test_fingerprint_covers_helpers_and_kernels(tmp_path, monkeypatch):
     """)
     monkeypatch.syspath_prepend(str(tmp_path))
     prints = {}
-    for name, op in (("fp_plus", "+"), ("fp_minus", "-"), ("fp_plus_again", "+")):
-        (tmp_path / f"{name}.py").write_text(template.format(op=op))
+    commented = template.replace("    return v {op} 1.0",
+                                 "    # one more\n\n    return v {op} 1.0  # #")
+    commented = commented.replace("kern[(1,)](x, x.size, BLOCK=BLOCK)",
+                                  "kern[(1,)](x, x.size, BLOCK=BLOCK)  # one cube")
+    for name, op, text in (("fp_plus", "+", template), ("fp_minus", "-", template),
+                           ("fp_plus_again", "+", template),
+                           ("fp_plus_commented", "+", commented)):
+        (tmp_path / f"{name}.py").write_text(text.format(op=op))
         module = __import__(name)
         prints[name] = (key.fingerprint(module.kern), key.fingerprint(module.host))
     assert prints["fp_plus"][0] != prints["fp_minus"][0]  # the helper's source counts
     assert prints["fp_plus"][1] != prints["fp_minus"][1]  # the host sees its kernels
     assert prints["fp_plus"][0] == prints["fp_plus_again"][0]  # the source, not the module
+    assert prints["fp_plus"] == prints["fp_plus_commented"]  # comments and blank lines do not
     assert key.fingerprint(add_kernel) == make_add().fingerprint
 
 
