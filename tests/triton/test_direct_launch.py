@@ -45,6 +45,71 @@ def test_array_alignment_is_in_the_key():
         [2.5, False])
 
 
+class _Recorder:
+    """Stands in for Triton's JIT function, compiled kernel and driver: records who launched
+    what, so the launcher's routing can be checked without a GPU."""
+
+    def __init__(self, launcher_fails: bool = False):
+        self.calls: list[tuple] = []
+        self.launcher_fails = launcher_fails
+        self.function, self.packed_metadata = "function", "metadata"
+
+    def run(self, *args, grid=None, warmup=None, **options):
+        if grid is not None:  # the JIT function's run: launches, returns the kernel
+            self.calls.append(("jit", grid, args, options))
+            return self
+        if self.launcher_fails:  # another Triton's launcher refusing our arguments
+            raise TypeError("launcher takes other arguments")
+        self.calls.append(("direct", args[:4], args[9:]))
+        return None
+
+    def launch_metadata(self, grid, stream, *args):
+        return None
+
+    def get_current_device(self):
+        return 0
+
+    def get_current_stream(self, device):
+        return 1234
+
+
+def _launcher(monkeypatch, recorder):
+    from triton.runtime import driver
+
+    monkeypatch.setattr(driver, "_active", recorder, raising=False)
+    return DirectLauncher(recorder, {"num_warps": 4})
+
+
+def test_first_launch_of_each_class_goes_through_triton_then_direct(monkeypatch):
+    recorder = _Recorder()
+    launch = _launcher(monkeypatch, recorder)
+    data = np.zeros(64, np.float32)
+    aligned, offset = NumpyTensor(data), NumpyTensor(data[1:])
+    launch((2, 1, 1), [aligned, 32, 0.5])
+    launch((2, 1, 1), [aligned, 48, 0.25])  # the same class: straight to the launcher
+    launch((3, 1, 1), [offset, 48, 0.25])  # another address class: through Triton
+    launch((3, 1, 1), [offset, 1, 0.25])  # n == 1: another class again
+    kinds = [call[0] for call in recorder.calls]
+    assert kinds == ["jit", "direct", "jit", "jit"]
+    assert recorder.calls[0][3] == {"num_warps": 4}
+    grid_and_stream, args = recorder.calls[1][1:]
+    assert grid_and_stream[:3] == (2, 1, 1) and args[1:] == (48, 0.25)
+    assert isinstance(grid_and_stream[3], int)  # the current stream (ours, or the GPU's)
+    assert len(launch.kernels) == 3
+
+
+def test_a_launcher_that_refuses_the_call_falls_back_once_per_launch(monkeypatch):
+    recorder = _Recorder(launcher_fails=True)
+    launch = _launcher(monkeypatch, recorder)
+    data = NumpyTensor(np.zeros(64, np.float32))
+    for n in (32, 48, 64):
+        launch((1, 1, 1), [data, n])
+    # the first goes through Triton; the second tries the launcher, which refuses before
+    # running anything, so Triton launches it (once); the third no longer tries
+    assert [call[0] for call in recorder.calls] == ["jit", "jit", "jit"]
+    assert not launch.direct
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not loader.gpu_driver_available(), reason="needs a CUDA GPU driver")
 def test_gpu_direct_launches_match_numpy_for_every_class():
