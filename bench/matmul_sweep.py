@@ -42,7 +42,7 @@ CONFIGS += [Config(128, 256, 128, 16, 8, 2, True, True, True),
             Config(128, 256, 64, 16, 8, 4, True, False, True),
             Config(256, 128, 64, 16, 8, 3, True, True, True)]
 # K slices of 128 in two stages with C stored from registers (no C tile in shared memory, so
-# the two stages fit): half the loop trips and barrier waits of 64-wide slices (run 23)
+# the two stages fit): half the loop trips and barrier waits of 64-wide slices (sweep 23)
 CONFIGS += [Config(128, 256, 128, g, 8, 2, True, False, f) for g in (8, 16) for f in (False, True)]
 
 
