@@ -8,7 +8,7 @@ the four fastest are then timed again in turns with ``torch.matmul`` (five round
 ``do_bench`` medians each), since single timings differ by a few percent run to run.
 
     python bench/epilogue_probe.py [--shapes 4096x4096x4096,...] [--dtypes bf16,fp16]
-                                   [--clusters]
+                                   [--clusters | --ws4]
 """
 
 from __future__ import annotations
@@ -96,7 +96,17 @@ def variants() -> list[Variant]:
     return found
 
 
-def probe(m: int, n: int, k: int, dtype: torch.dtype, sms: int, clusters: bool) -> None:
+def ws4_variants() -> list[Variant]:
+    # Triton 3.6 warp-specializes a Hopper loop only with num_warps=4 (with 8 it silently
+    # does not: no setmaxnreg in the PTX). It then splits a 128-row tile between two consumer
+    # warpgroups of its own, beside a producer: twelve warps in all. (C stored in two halves
+    # fails its warp-specialization pass, so that store is left out.)
+    return [Variant(bm, bn, 64, group, 4, stages, True, store)
+            for bm, bn in [(128, 256), (256, 128)] for group in (8, 16)
+            for stages, store in [(3, 0), (3, 1), (4, 0)]]
+
+
+def probe(m: int, n: int, k: int, dtype: torch.dtype, sms: int, kind: str) -> None:
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(k, n, device="cuda", dtype=dtype)
     c = torch.empty(m, n, device="cuda", dtype=dtype)
@@ -106,7 +116,7 @@ def probe(m: int, n: int, k: int, dtype: torch.dtype, sms: int, clusters: bool) 
     print(f"{m}x{n}x{k} {dtype}: cuBLAS {cublas * 1e3:.1f} us "
           f"{flops / cublas / 1e9:.0f} TFLOP/s", flush=True)
     timed = []
-    for v in cluster_variants() if clusters else variants():
+    for v in {"clusters": cluster_variants, "ws4": ws4_variants, "": variants}[kind]():
         tiles = triton.cdiv(m, v.bm) * triton.cdiv(n, v.bn)
 
         programs = sms // v.ctas  # a program of a cluster occupies v.ctas multiprocessors
@@ -146,12 +156,14 @@ def main() -> None:
     parser.add_argument("--dtypes", default="bf16,fp16")
     parser.add_argument("--clusters", action="store_true",
                         help="only variants run by clusters of two cubes (num_ctas=2)")
+    parser.add_argument("--ws4", action="store_true",
+                        help="only warp-specialized 128x256 variants with num_warps=4")
     args = parser.parse_args()
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8,
                                                                  device="cuda"))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k, dtype in shape_and_dtype_runs(args.shapes, args.dtypes):
-        probe(m, n, k, dtype, sms, args.clusters)
+        probe(m, n, k, dtype, sms, "clusters" if args.clusters else "ws4" if args.ws4 else "")
 
 
 if __name__ == "__main__":

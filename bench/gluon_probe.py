@@ -13,6 +13,7 @@ wgmma is issued), with a TMA-store epilogue or a register-store epilogue.
 
     python bench/gluon_probe.py                      # on the H200: check, then time
     python bench/gluon_probe.py --compile-only       # anywhere: compile for sm_90, no GPU
+    python bench/gluon_probe.py --only "coop 128x256x64 s3" --with-cubepy --repeat 3
 
 Runs on Triton 3.6 (the H200) and 3.9 (here).
 """
@@ -24,6 +25,7 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -295,6 +297,14 @@ def launch(a, b, c, variant: Variant, num_sms):
                          num_warps=variant.num_warps)
 
 
+def _type_string(desc) -> str:
+    """A host descriptor's type in a kernel signature (Triton 3.9 has it as ``__mangle__``)."""
+    if hasattr(desc, "__mangle__"):
+        return desc.__mangle__()
+    block = ",".join(map(str, desc.block_shape))
+    return f"tensordesc<bf16[{block}],{desc.layout!r}>"
+
+
 def compile_only() -> None:
     """Compile every variant for sm_90 with no GPU; print each one's wgmma and setmaxnreg count."""
     import torch
@@ -305,8 +315,8 @@ def compile_only() -> None:
     a = torch.empty((4096, 4096), dtype=torch.bfloat16)
     for name, variant in VARIANTS.items():
         descs = _descriptors(a, a, a, variant)
-        signature = {"a_desc": descs[0].__mangle__(), "b_desc": descs[1].__mangle__(),
-                     "c_desc": descs[2].__mangle__(), "c_ptr": "*bf16",
+        signature = {"a_desc": _type_string(descs[0]), "b_desc": _type_string(descs[1]),
+                     "c_desc": _type_string(descs[2]), "c_ptr": "*bf16",
                      "M": "i32", "N": "i32", "K": "i32"}
         constexprs = variant.constexprs()
         for key in constexprs:
@@ -322,8 +332,26 @@ def compile_only() -> None:
               f"shared {compiled.metadata.shared} B", flush=True)
 
 
-def time_on_gpu(shapes, rounds: int) -> list[dict]:
-    """Check each variant against torch, then time it and cuBLAS in turns (median of rounds)."""
+def _contenders(num_sms: int, with_cubepy: bool) -> dict:
+    """name -> a function computing c = a @ b: each variant, and cubepy's tuned matmul."""
+    contenders = {}
+    for name, variant in VARIANTS.items():
+        def run_variant(a, b, c, variant=variant):
+            launch(a, b, c, variant, num_sms)
+        contenders[name] = run_variant
+    if with_cubepy:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from examples.matmul import matmul_tuned
+
+        def run_cubepy(a, b, c):
+            matmul_tuned(a, b, c, a.shape[0], b.shape[1], a.shape[1])
+        contenders["cubepy matmul_tuned"] = run_cubepy
+    return contenders
+
+
+def time_on_gpu(shapes, rounds: int, with_cubepy: bool = False) -> list[dict]:
+    """Check each contender against torch, then time it and cuBLAS in turns (median of
+    rounds)."""
     import torch
     from triton.testing import do_bench
 
@@ -334,10 +362,10 @@ def time_on_gpu(shapes, rounds: int) -> list[dict]:
         a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
         b = torch.randn((k, n), device="cuda", dtype=torch.bfloat16)
         ref = torch.matmul(a, b)
-        for name, variant in VARIANTS.items():
+        for name, run in _contenders(num_sms, with_cubepy).items():
             c = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
             try:
-                launch(a, b, c, variant, num_sms)
+                run(a, b, c)
                 torch.cuda.synchronize()
             except Exception as error:  # a variant that fails to compile is reported, not fatal
                 message = f"{m}x{n}x{k} {name}: failed: {type(error).__name__}: {error}"
@@ -349,8 +377,8 @@ def time_on_gpu(shapes, rounds: int) -> list[dict]:
             ok = err <= 2e-2 * scale
             ours, theirs = [], []
 
-            def run_ours(a=a, b=b, c=c, variant=variant):
-                launch(a, b, c, variant, num_sms)
+            def run_ours(a=a, b=b, c=c, run=run):
+                run(a, b, c)
 
             def run_cublas(a=a, b=b):
                 torch.matmul(a, b)
@@ -379,6 +407,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="the variants whose names contain this")
     parser.add_argument("--variant", help="this variant alone (a crash then spares the others)")
     parser.add_argument("--list", action="store_true", help="print the variants' names")
+    parser.add_argument("--with-cubepy", action="store_true",
+                        help="time cubepy's tuned matmul too (examples/matmul.py)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="time everything this many times over (each pass in turns)")
     args = parser.parse_args(argv)
     for name in [name for name in VARIANTS if args.only not in name]:
         del VARIANTS[name]
@@ -392,7 +424,9 @@ def main(argv: list[str] | None = None) -> int:
         compile_only()
         return 0
     shapes = [(4096, 4096, 4096), (8192, 8192, 8192)]
-    results = time_on_gpu(shapes, args.rounds)
+    results = []
+    for _ in range(args.repeat):
+        results += time_on_gpu(shapes, args.rounds, args.with_cubepy)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=1)
