@@ -1,6 +1,7 @@
 """burn on a CUDA GPU (the H200): each op beside the raw kernel, torch and the copy bandwidth.
 
     python bench/burn_gpu_bench.py [--json out.json] [--quick]
+    python bench/burn_gpu_bench.py --matmul-shapes "8192,8192,1024;16,8192,8192"
 
 Rows, all measured in this one run with CUDA events (median of 7 samples, each a batch of
 back-to-back calls lasting at least ~20 ms, after a warm-up that also autotunes):
@@ -91,6 +92,57 @@ def matmul_rows(backend: burn.Backend, n: int) -> dict[str, float]:
     return {name: flop / s / 1e12 for name, s in rows.items()}
 
 
+def matmul_shape_rows(backend: burn.Backend, shapes: list[tuple[int, int, int]],
+                      profile: bool = False) -> list[dict]:
+    """burn.matmul against torch.matmul on (M, N, K) shapes, timed in turns (five rounds);
+    the first call of each shape autotunes (or finds the shipped result) and is timed too."""
+    rows = []
+    for m, n, k in shapes:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        ta, tb = from_torch(a, backend), from_torch(b, backend)
+        start = time.perf_counter()
+        got = torch.as_tensor(burn.matmul(ta, tb).prim.storage).reshape(m, n).float()
+        first_s = time.perf_counter() - start
+        expected = torch.matmul(a, b).float()
+        error = float((got - expected).abs().max() / expected.abs().max())
+        assert error < 2e-2, f"burn matmul differs from torch at {m}x{n}x{k}: {error}"
+
+        def ours_once(ta=ta, tb=tb):
+            return burn.matmul(ta, tb)
+
+        def cublas_once(a=a, b=b):
+            return torch.matmul(a, b)
+
+        turns = [(gpu_seconds(ours_once), gpu_seconds(cublas_once)) for _ in range(5)]
+        ours = statistics.median(t[0] for t in turns)
+        peer = statistics.median(t[1] for t in turns)
+        host = host_us(ours_once)
+        rows.append({"shape": [m, n, k], "first_call_s": first_s, "burn_s": ours,
+                     "cublas_s": peer, "vs_cublas": peer / ours, "host_us": host})
+        print(f"  burn.matmul {m}x{n}x{k}: {2 * m * n * k / ours / 1e12:.0f} TFLOP/s, "
+              f"{peer / ours:.3f}x cuBLAS (first call {first_s:.2f} s, host {host:.1f} µs "
+              "per call)", flush=True)
+        if profile:
+            profile_host(ours_once)
+    return rows
+
+
+def profile_host(fn: Callable[[], object], calls: int = 2000) -> None:
+    """Where the host time of ``calls`` calls goes: cProfile's top functions by own time."""
+    import cProfile
+    import pstats
+
+    fn()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn()
+    profiler.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
 def bandwidth_rows(backend: burn.Backend, rows: int, cols: int) -> dict[str, float]:
     x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(cols, device="cuda", dtype=torch.bfloat16)
@@ -129,9 +181,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (a smoke test)")
+    parser.add_argument("--matmul-shapes", help="M,N,K;...: only burn.matmul on these, in turns "
+                        "with cuBLAS")
+    parser.add_argument("--profile", action="store_true",
+                        help="with --matmul-shapes: profile each shape's host path (cProfile)")
     args = parser.parse_args()
     backend = burn.backend_for("cuda")
     assert getattr(backend, "on_gpu", False), "the Cuda backend found no GPU"
+    if args.matmul_shapes:
+        shapes = [tuple(int(v) for v in shape.split(","))
+                  for shape in args.matmul_shapes.split(";")]
+        rows = matmul_shape_rows(backend, shapes, args.profile)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"date": time.strftime("%Y-%m-%d"),
+                           "device": torch.cuda.get_device_name(), "matmul": rows}, f, indent=1)
+        return
     n = 2048 if args.quick else 8192
     started = time.time()
     matmul = matmul_rows(backend, n)
