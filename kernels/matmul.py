@@ -1,8 +1,13 @@
 """Batched matrix multiplication: ``C[..., M, N] = A[..., M, K] @ B[..., K, N]``.
 
-One kernel (``matmul_kernel``): each cube computes a ``BLOCK_M x BLOCK_N`` tile of one batch
-entry of C, stepping through K in ``BLOCK_K`` slices with ``cube.dot`` (tensor cores on
-Triton, BLAS per tile on ``cpu``, the register-blocked workgroup product on ``wgsl``).
+Three kernels. ``matmul_kernel``, the general one: each cube computes a ``BLOCK_M x BLOCK_N``
+tile of one batch entry of C, stepping through K in ``BLOCK_K`` slices with ``cube.dot``
+(tensor cores on Triton, BLAS per tile on ``cpu``, the register-blocked workgroup product on
+``wgsl``). For one product of dense row-major matrices (``MatmulPlan.dense``, the common
+case) the same tile loop runs as ``matmul_dense_kernel``, with six runtime arguments instead
+of nineteen, since a launch's host cost grows with them; or, where the tuner picks it (16-bit
+products on GPUs), as ``matmul_persistent_kernel``: one cube per multiprocessor looping over
+C's tiles, reading A and B through tensor descriptors (TMA block copies on sm_90).
 
 - Operands are any strided views: both strides of each matrix are passed, and never copied.
   Each operand's layout is comptime: ``"row"`` (unit stride along its columns), ``"col"``
@@ -18,10 +23,11 @@ Triton, BLAS per tile on ``cpu``, the register-blocked workgroup product on ``wg
 - Float inputs accumulate in float32 (float64 for float64), integers in int32 (int64 for
   int64) and wrap around like NumPy's; the result is stored as ``out_dtype``.
 
-Tiles come from ``tuned_matmul`` (``@cube.autotune``), whose candidates per call are the list
-``config_class`` names: on a CUDA GPU the configs measured on an H200, tuned for products of
-at least ``GPU_TUNE_FROM`` multiply-adds (one moderate config below); one fixed config on the
-CPU (BLAS-sized tiles), WGSL and Triton's interpreter. Later calls of a seen (target, dtypes,
+Tiles (and the kernel) come from ``tuned_matmul`` (``@cube.autotune``), whose candidates per
+call are the list ``config_class`` names: on a CUDA GPU the configs measured on an H200 (the
+persistent ones for dense plans only), tuned for products of at least ``GPU_TUNE_FROM``
+multiply-adds (one moderate config below); one fixed config on the CPU (BLAS-sized tiles),
+WGSL and Triton's interpreter. Later calls of a seen (target, dtypes,
 layouts, size bucket) launch straight away (``_CHOSEN``): the host path of a plain 2-D product
 is a few dict lookups and one launch. On Triton, float and int8 tiles go through ``tl.dot``;
 other integer tiles are a broadcast product summed over K (hence their short K slices).
@@ -32,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,33 +64,24 @@ def tile_offsets(rows, cols, s_row, s_col, LAYOUT):
     return offsets
 
 
-@cube.kernel
-def matmul_kernel(a, a_off, a_sm, a_sk, a_sb0, a_sb1, b, b_off, b_sk, b_sn, b_sb0, b_sb1,
-                  c, M, N, K, inner_batch, batch_start, c_first,
-                  A_LAYOUT: cube.Comptime[str], B_LAYOUT: cube.Comptime[str],
-                  ACC: cube.Comptime[object], DT: cube.Comptime[object],
-                  BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
-                  BLOCK_K: cube.Comptime[int], GROUP_M: cube.Comptime[int],
-                  EVEN: cube.Comptime[bool]):
-    # Cube number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
-    pid = cube.cube_pos(0)
-    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
-    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+@cube.func
+def grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M):
+    # Tile number -> (pid_m, pid_n), grouped: GROUP_M tile rows share each tile column.
     num_pid_in_group = GROUP_M * num_pid_n
-    first_pid_m = (pid // num_pid_in_group) * GROUP_M
-    group_size_m = cube.minimum(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m
-    pid_n = (pid % num_pid_in_group) // group_size_m
+    first_pid_m = (tile // num_pid_in_group) * GROUP_M
+    # at least 1 (it is, for every tile there is): written so, the compiler can prove that
+    # the persistent kernel's block corners are never negative, which TMA block loads need
+    group_size_m = cube.maximum(cube.minimum(num_pid_m - first_pid_m, GROUP_M), 1)
+    return (first_pid_m + (tile % num_pid_in_group) % group_size_m,
+            (tile % num_pid_in_group) // group_size_m)
 
-    batch = batch_start + cube.cube_pos(1)
-    outer, inner = batch // inner_batch, batch % inner_batch
-    a_base = a_off + outer * a_sb0 + inner * a_sb1
-    b_base = b_off + outer * b_sb0 + inner * b_sb1
 
-    rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
+@cube.func
+def pointer_tile_product(a, a_base, a_sm, a_sk, b, b_base, b_sk, b_sn, rm, rn, M, N, K,
+                         A_LAYOUT, B_LAYOUT, ACC, BLOCK_K, EVEN):
+    # One tile of A @ B, stepping through K in BLOCK_K slices of pointer tiles.
     rk = cube.arange(0, BLOCK_K)
-    acc = cube.zeros((BLOCK_M, BLOCK_N), ACC)
+    acc = cube.zeros((rm.shape[0], rn.shape[0]), ACC)
     for k0 in range(0, K, BLOCK_K):
         ka = k0 + rk
         a_ptrs = a + a_base + tile_offsets(rm, ka, a_sm, a_sk, A_LAYOUT)
@@ -95,8 +93,80 @@ def matmul_kernel(a, a_off, a_sm, a_sk, a_sb0, a_sb1, b, b_off, b_sk, b_sn, b_sb
             a_tile = cube.load(a_ptrs, mask=(rm[:, None] < M) & (ka[None, :] < K), other=0)
             b_tile = cube.load(b_ptrs, mask=(ka[:, None] < K) & (rn[None, :] < N), other=0)
         acc = cube.dot(a_tile, b_tile, acc)
+    return acc
+
+
+@cube.kernel
+def matmul_kernel(a, a_off, a_sm, a_sk, a_sb0, a_sb1, b, b_off, b_sk, b_sn, b_sb0, b_sb1,
+                  c, M, N, K, inner_batch, batch_start, c_first,
+                  A_LAYOUT: cube.Comptime[str], B_LAYOUT: cube.Comptime[str],
+                  ACC: cube.Comptime[object], DT: cube.Comptime[object],
+                  BLOCK_M: cube.Comptime[int], BLOCK_N: cube.Comptime[int],
+                  BLOCK_K: cube.Comptime[int], GROUP_M: cube.Comptime[int],
+                  EVEN: cube.Comptime[bool]):
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+    pid_m, pid_n = grouped_tile(cube.cube_pos(0), num_pid_m, num_pid_n, GROUP_M)
+    batch = batch_start + cube.cube_pos(1)
+    outer, inner = batch // inner_batch, batch % inner_batch
+    rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
+    acc = pointer_tile_product(a, a_off + outer * a_sb0 + inner * a_sb1, a_sm, a_sk, b,
+                               b_off + outer * b_sb0 + inner * b_sb1, b_sk, b_sn, rm, rn,
+                               M, N, K, A_LAYOUT, B_LAYOUT, ACC, BLOCK_K, EVEN)
     c_ptrs = c + (c_first + batch) * M * N + rm[:, None] * N + rn[None, :]
     cube.store(c_ptrs, acc.to(DT), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@cube.kernel
+def matmul_dense_kernel(a, b, c, M, N, K, ACC: cube.Comptime[object],
+                        DT: cube.Comptime[object], BLOCK_M: cube.Comptime[int],
+                        BLOCK_N: cube.Comptime[int], BLOCK_K: cube.Comptime[int],
+                        GROUP_M: cube.Comptime[int], EVEN: cube.Comptime[bool]):
+    # One product of dense row-major matrices from their first element: six runtime
+    # arguments instead of nineteen (on a GPU the host cost of a launch grows with them,
+    # and a 16-row product's kernel takes ~45 us: BENCHMARKS.md, run 32)
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+    pid_m, pid_n = grouped_tile(cube.cube_pos(0), num_pid_m, num_pid_n, GROUP_M)
+    rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
+    acc = pointer_tile_product(a, 0, K, 1, b, 0, N, 1, rm, rn, M, N, K, "row", "row", ACC,
+                               BLOCK_K, EVEN)
+    cube.store(c + rm[:, None] * N + rn[None, :], acc.to(DT),
+               mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@cube.kernel
+def matmul_persistent_kernel(a, b, c, M, N, K, ACC: cube.Comptime[object],
+                             DT: cube.Comptime[object], BLOCK_M: cube.Comptime[int],
+                             BLOCK_N: cube.Comptime[int], BLOCK_K: cube.Comptime[int],
+                             GROUP_M: cube.Comptime[int], C_DESCRIPTOR: cube.Comptime[bool],
+                             FLATTEN: cube.Comptime[bool]):
+    # The same product with as many cubes as the GPU runs at once, each looping over C's
+    # tiles, and A and B read through tensor descriptors: TMA block copies on sm_90+ (5-10 %
+    # faster on big products, BENCHMARKS.md), masked tile loads elsewhere. With C_DESCRIPTOR
+    # C is written through one too; FLATTEN asks Triton to pipeline the two loops as one.
+    a_desc = cube.make_tensor_descriptor(a, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
+    b_desc = cube.make_tensor_descriptor(b, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
+    c_desc = cube.make_tensor_descriptor(c, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    num_pid_m = (M + BLOCK_M - 1) // BLOCK_M
+    num_pid_n = (N + BLOCK_N - 1) // BLOCK_N
+    k_tiles = (K + BLOCK_K - 1) // BLOCK_K
+    for tile in cube.range(cube.cube_pos(0), num_pid_m * num_pid_n, cube.cube_count(0),
+                           flatten=FLATTEN):
+        pid_m, pid_n = grouped_tile(tile, num_pid_m, num_pid_n, GROUP_M)
+        acc = cube.zeros((BLOCK_M, BLOCK_N), ACC)
+        for kk in range(0, k_tiles):
+            acc = cube.dot(a_desc.load([pid_m * BLOCK_M, kk * BLOCK_K]),
+                           b_desc.load([kk * BLOCK_K, pid_n * BLOCK_N]), acc)
+        if C_DESCRIPTOR:
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(DT))
+        else:
+            rm = pid_m * BLOCK_M + cube.arange(0, BLOCK_M)
+            rn = pid_n * BLOCK_N + cube.arange(0, BLOCK_N)
+            cube.store(c + rm[:, None] * N + rn[None, :], acc.to(DT),
+                       mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 # ---- tile configs per target ----
@@ -106,11 +176,21 @@ def _configs(rows: list[tuple[int, ...]]) -> list[cube.Config]:
                         num_stages=s) for bm, bn, bk, g, w, s in rows]
 
 
+def _persistent_configs(rows: list[tuple[int, ...]]) -> list[cube.Config]:
+    return [cube.Config(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g, num_warps=w,
+                        num_stages=s, PERSISTENT=True, C_DESCRIPTOR=cd, FLATTEN=f)
+            for bm, bn, bk, g, w, s, cd, f in rows]
+
+
 # Measured on an H200 (examples/matmul.py, bench/gpu_bench.py): large tiles for big 16-bit
 # products, 16-row tiles for skinny ones; float32 (IEEE) wants shorter K slices.
 GPU_HALF = _configs([(128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3), (256, 128, 64, 8, 8, 3),
                      (128, 256, 32, 8, 8, 5), (128, 128, 64, 8, 4, 4), (16, 128, 128, 1, 4, 4),
-                     (16, 64, 512, 1, 4, 3)])
+                     (16, 64, 512, 1, 4, 3)]) + _persistent_configs([
+    # dense operands only (``MatmulPlan.dense``): the winners of examples/matmul.py's list
+    # on an H200 (autotune_cache/), C through a descriptor with and without flattened loops
+    (128, 256, 64, 8, 8, 3, True, True), (128, 256, 64, 16, 8, 3, True, True),
+    (128, 256, 64, 8, 8, 3, True, False), (128, 256, 64, 8, 8, 3, False, False)])
 GPU_FLOAT32 = _configs([(128, 64, 32, 8, 4, 4), (64, 128, 32, 8, 4, 4), (128, 128, 32, 8, 8, 3),
                         (256, 128, 32, 8, 8, 3), (128, 256, 32, 8, 8, 3)])
 GPU_FLOAT64 = _configs([(64, 64, 32, 8, 4, 3), (128, 64, 16, 8, 4, 3), (64, 32, 32, 8, 4, 3)])
@@ -191,6 +271,7 @@ class MatmulPlan:
     inner_batch: int    # size of the innermost collapsed batch axis
     dtype: DType        # of A and B
     target: str
+    dense: bool         # one product of dense row-major A and B from their first elements
 
 
 def matrix_layout(rows: int, cols: int, s_row: int, s_col: int) -> str:
@@ -252,10 +333,12 @@ def _plan(ctx: Context, a: View, b: View, c: View, offsets: tuple[int, int, int]
     n = b.shape[-1]
     sam, sak = a.strides[-2:]
     sbk, sbn = b.strides[-2:]
+    dense = (batch == 1 and offsets == (0, 0, 0) and (sam, sak) == (k, 1)
+             and (sbk, sbn) == (n, 1))
     return MatmulPlan(
         Operand(a.storage, offsets[0], (sam, sak), a_batch, matrix_layout(m, k, sam, sak)),
         Operand(b.storage, offsets[1], (sbk, sbn), b_batch, matrix_layout(k, n, sbk, sbn)),
-        c, offsets[2], m, n, k, batch, inner_batch, a.dtype, ctx.target)
+        c, offsets[2], m, n, k, batch, inner_batch, a.dtype, ctx.target, dense)
 
 
 # (target, dtypes, layouts, size buckets, settings) -> the config chosen for it
@@ -265,15 +348,16 @@ _CHOSEN: dict[tuple, cube.Config] = {}
 def _launch(plan: MatmulPlan) -> None:
     """Run ``plan`` with the tiles chosen for its key: looked up, or chosen by the autotuner
     on the first call of a key."""
-    key = (plan.target, plan.dtype, plan.c.dtype, plan.a.layout, plan.b.layout,
+    key = (plan.target, plan.dtype, plan.c.dtype, plan.a.layout, plan.b.layout, plan.dense,
            pow2_anchor(plan.m), pow2_anchor(plan.n), pow2_anchor(plan.k),
            pow2_anchor(plan.batch), cube_config.settings())
     chosen = _CHOSEN.get(key)
     if chosen is not None:
         run(plan, **chosen.launch_kwargs())
         return
+    layouts = f"{plan.a.layout}/{plan.b.layout}" + ("/dense" if plan.dense else "")
     tuned_matmul(plan, plan.a.storage, plan.b.storage, plan.c.storage, plan.m, plan.n, plan.k,
-                 plan.batch, f"{plan.a.layout}/{plan.b.layout}", plan.target)
+                 plan.batch, layouts, plan.target)
     _CHOSEN[key] = tuned_matmul.last_config
 
 
@@ -282,6 +366,8 @@ def _tiles_for(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config
     work = plan.m * plan.n * plan.k * plan.batch
     candidates = CONFIG_CLASSES[config_class(ctx.target, ctx.device, plan.dtype, plan.m, plan.n,
                                              work)]
+    if not plan.dense:
+        candidates = [cfg for cfg in candidates if not cfg.kwargs.get("PERSISTENT")]
     return candidates if work >= GPU_TUNE_FROM else candidates[:1]
 
 
@@ -301,17 +387,62 @@ def tuned_matmul(plan: MatmulPlan, a_storage: Any, b_storage: Any, c_storage: An
 
 
 def run(plan: MatmulPlan, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, GROUP_M: int,
-        num_warps: int | None = None, num_stages: int | None = None) -> None:
-    """Launch ``plan`` with these tiles (in batch chunks that fit grid axis 1)."""
+        num_warps: int | None = None, num_stages: int | None = None, PERSISTENT: bool = False,
+        C_DESCRIPTOR: bool = False, FLATTEN: bool = False) -> None:
+    """Launch ``plan`` with these tiles: the persistent kernel (dense plans only), the dense
+    one, or the general one in batch chunks that fit grid axis 1."""
     m, n, k = plan.m, plan.n, plan.k
     even = m % BLOCK_M == 0 and n % BLOCK_N == 0 and k % BLOCK_K == 0
     tiles = cube.cdiv(m, BLOCK_M) * cube.cdiv(n, BLOCK_N)
     options = {name: value for name, value in (("num_warps", num_warps),
                                                ("num_stages", num_stages)) if value is not None}
-    for start in range(0, plan.batch, MAX_GRID_Y):
-        matmul_kernel[(tiles, min(MAX_GRID_Y, plan.batch - start))](
-            *plan.a.args(), *plan.b.args(), plan.c.storage, m, n, k, plan.inner_batch, start,
-            plan.c_first,
-            A_LAYOUT=plan.a.layout, B_LAYOUT=plan.b.layout, ACC=accumulator(plan.dtype),
-            DT=plan.c.dtype, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
-            EVEN=even, target=plan.target, **options)
+    tiling = dict(ACC=accumulator(plan.dtype), DT=plan.c.dtype, BLOCK_M=BLOCK_M,
+                  BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, target=plan.target,
+                  **options)
+    if PERSISTENT:
+        if not plan.dense:
+            raise ValueError("the persistent matmul kernel takes dense row-major operands only")
+        cubes = min(tiles, concurrent_cubes(plan.c.storage))
+        matmul_persistent_kernel[(cubes,)](plan.a.storage, plan.b.storage, plan.c.storage, m, n,
+                                           k, C_DESCRIPTOR=C_DESCRIPTOR, FLATTEN=FLATTEN,
+                                           **tiling)
+    elif plan.dense:
+        matmul_dense_kernel[(tiles,)](plan.a.storage, plan.b.storage, plan.c.storage, m, n, k,
+                                      EVEN=even, **tiling)
+    else:
+        for start in range(0, plan.batch, MAX_GRID_Y):
+            matmul_kernel[(tiles, min(MAX_GRID_Y, plan.batch - start))](
+                *plan.a.args(), *plan.b.args(), plan.c.storage, m, n, k, plan.inner_batch,
+                start, plan.c_first, A_LAYOUT=plan.a.layout, B_LAYOUT=plan.b.layout, EVEN=even,
+                **tiling)
+
+
+_MULTIPROCESSORS: dict[tuple[str, int], int] = {}  # (library, device index) -> count
+
+
+def concurrent_cubes(storage: Any) -> int:
+    """How many cubes of a persistent kernel to launch: one per multiprocessor of the GPU that
+    holds ``storage`` (a torch or CuPy array; asked once per device), else a few per core."""
+    library = type(storage).__module__.partition(".")[0]
+    device = getattr(storage, "device", None)
+    if library == "torch" and getattr(device, "type", None) == "cuda":
+        index = device.index
+    elif library == "cupy":
+        index = device.id
+    else:
+        return 4 * (os.cpu_count() or 1)
+    count = _MULTIPROCESSORS.get((library, index))
+    if count is None:
+        count = _ask_multiprocessors(library, index)
+        _MULTIPROCESSORS[library, index] = count
+    return count
+
+
+def _ask_multiprocessors(library: str, index: int) -> int:
+    if library == "torch":
+        import torch
+
+        return torch.cuda.get_device_properties(index).multi_processor_count
+    import cupy
+
+    return cupy.cuda.Device(index).attributes["MultiProcessorCount"]

@@ -146,3 +146,47 @@ def test_bad_input(backend, rng):
         a @ on(burn.NumPy(), _data(rng, (4, 2)))
     with pytest.raises(burn.BurnError, match="matmul: operands must be tensors"):
         burn.matmul(a, 2.0)
+
+
+@pytest.mark.parametrize("dtype,c_descriptor,flatten", [("float32", False, False),
+                                                        ("float32", True, False),
+                                                        ("bfloat16", True, True)])
+def test_persistent_kernel(backend, ref, rng, monkeypatch, dtype, c_descriptor, flatten):
+    """The persistent kernel, which the tuner offers for dense 16-bit products on GPUs, forced
+    here on every backend: tensor-descriptor loads (block copies on sm_90), each cube looping
+    over several tiles, ragged tiles at every edge."""
+    if not supports(backend, [dtype]):
+        pytest.skip(f"{dtype} is checked as an explicit error in test_dtypes")
+    tiles = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, PERSISTENT=True,
+                 C_DESCRIPTOR=c_descriptor, FLATTEN=flatten)
+    monkeypatch.setattr(matmul_kernels, "_launch",
+                        lambda plan: matmul_kernels.run(plan, **tiles))
+    a, b = _data(rng, (70, 45), dtype), _data(rng, (45, 50), dtype)
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
+
+
+def test_only_dense_products_take_the_persistent_kernel(backend, rng, monkeypatch):
+    """A transposed operand or a batch makes the plan general: the tuner's
+    persistent candidates are dropped for it, and ``run`` refuses one by name."""
+    plans = []
+    monkeypatch.setattr(matmul_kernels, "_launch", plans.append)
+    a = on(backend, _data(rng, (8, 6)))
+    b = on(backend, _data(rng, (6, 4)))
+    a @ b
+    on(backend, _data(rng, (6, 8))).T @ b
+    on(backend, _data(rng, (3, 8, 6))) @ b
+    assert [plan.dense for plan in plans] == [True, False, False]
+
+    class Context:  # what the tuner's prune hook reads
+        args = {"plan": plans[1]}
+        target = "triton"
+        device = "NVIDIA H200"
+
+    kept = matmul_kernels._tiles_for(matmul_kernels.CONFIGS, Context)
+    assert kept and not any(cfg.kwargs.get("PERSISTENT") for cfg in kept)
+    big = {"dense": True, "m": 4096, "n": 4096, "k": 4096, "dtype": burn.bfloat16}
+    Context.args = {"plan": matmul_kernels.MatmulPlan(**{**plans[1].__dict__, **big})}
+    assert any(cfg.kwargs.get("PERSISTENT")
+               for cfg in matmul_kernels._tiles_for(matmul_kernels.CONFIGS, Context))
+    with pytest.raises(ValueError, match="persistent matmul kernel takes dense row-major"):
+        matmul_kernels.run(plans[1], 16, 16, 16, 1, PERSISTENT=True)
