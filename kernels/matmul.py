@@ -7,7 +7,9 @@ tile of one batch entry of C, stepping through K in ``BLOCK_K`` slices with ``cu
 case) the same tile loop runs as ``matmul_dense_kernel``, with six runtime arguments instead
 of nineteen, since a launch's host cost grows with them; or, where the tuner picks it (16-bit
 products on GPUs), as ``matmul_persistent_kernel``: one cube per multiprocessor looping over
-C's tiles, reading A and B through tensor descriptors (TMA block copies on sm_90).
+C's tiles, reading A and B through tensor descriptors (TMA block copies on sm_90). A dense
+product with few tiles and a long K can also be split along K (``SPLIT_K``): the general
+kernel writes each part's product into a float32 scratch and ``sum_slices_kernel`` adds them.
 
 - Operands are any strided views: both strides of each matrix are passed, and never copied.
   Each operand's layout is comptime: ``"row"`` (unit stride along its columns), ``"col"``
@@ -48,6 +50,7 @@ from cubepy.autotune import TuneContext, pow2_anchor
 from cubepy.ir.dtypes import DType
 
 from .layout import Context, View, _indices, collapse
+from .matmul_configs import CONFIG_CLASSES, CONFIGS, GPU_TUNE_FROM, config_class
 
 MAX_GRID_Y = 65535  # Triton's (and CUDA's) limit on grid axis 1
 
@@ -169,74 +172,17 @@ def matmul_persistent_kernel(a, b, c, M, N, K, ACC: cube.Comptime[object],
                        mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-# ---- tile configs per target ----
-
-def _configs(rows: list[tuple[int, ...]]) -> list[cube.Config]:
-    return [cube.Config(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g, num_warps=w,
-                        num_stages=s) for bm, bn, bk, g, w, s in rows]
-
-
-def _persistent_configs(rows: list[tuple[int, ...]]) -> list[cube.Config]:
-    return [cube.Config(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g, num_warps=w,
-                        num_stages=s, PERSISTENT=True, C_DESCRIPTOR=cd, FLATTEN=f)
-            for bm, bn, bk, g, w, s, cd, f in rows]
-
-
-# Measured on an H200 (examples/matmul.py, bench/gpu_bench.py): large tiles for big 16-bit
-# products, 16-row tiles for skinny ones; float32 (IEEE) wants shorter K slices.
-GPU_HALF = _configs([(128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3), (256, 128, 64, 8, 8, 3),
-                     (128, 256, 32, 8, 8, 5), (128, 128, 64, 8, 4, 4), (16, 128, 128, 1, 4, 4),
-                     (16, 64, 512, 1, 4, 3)]) + _persistent_configs([
-    # dense operands only (``MatmulPlan.dense``): the winners of examples/matmul.py's list
-    # on an H200 (autotune_cache/), C through a descriptor with and without flattened loops
-    (128, 256, 64, 8, 8, 3, True, True), (128, 256, 64, 16, 8, 3, True, True),
-    (128, 256, 64, 8, 8, 3, True, False), (128, 256, 64, 8, 8, 3, False, False)])
-GPU_FLOAT32 = _configs([(128, 64, 32, 8, 4, 4), (64, 128, 32, 8, 4, 4), (128, 128, 32, 8, 8, 3),
-                        (256, 128, 32, 8, 8, 3), (128, 256, 32, 8, 8, 3)])
-GPU_FLOAT64 = _configs([(64, 64, 32, 8, 4, 3), (128, 64, 16, 8, 4, 3), (64, 32, 32, 8, 4, 3)])
-# Triton has no integer tl.dot but int8's: the others are a broadcast product summed over K,
-# a BLOCK_M x BLOCK_K x BLOCK_N tile, so K slices stay short.
-GPU_INT8 = _configs([(128, 128, 64, 8, 8, 3), (64, 64, 64, 8, 4, 3)])
-GPU_INT = _configs([(32, 32, 8, 8, 4, 2)])
-# Below this many multiply-adds a product takes microseconds: not worth compiling and timing
-# every candidate, so it runs with one moderate config (the first of its list for dtypes
-# that have no entry here).
-GPU_TUNE_FROM = 2**27  # 512**3
-GPU_SMALL = _configs([(64, 64, 32, 8, 4, 3)])
-# Interpreters and SIMT targets: a few cubes of moderate tiles. On wgsl num_warps=4 means 128
-# invocations, each owning a register block of the 64 x 64 tile.
-INTERPRETER = _configs([(64, 64, 32, 8, 4, 1)])
-WGSL = _configs([(64, 64, 32, 8, 4, 1)])
-WGSL_64BIT = _configs([(32, 32, 32, 8, 4, 1)])  # 8-byte tiles: workgroup memory is 32 KiB
-# cpu: one BLAS call per tile pair, so large tiles once the product is big enough.
-CPU_SMALL = _configs([(64, 64, 64, 8, 1, 1)])
-CPU_LARGE = _configs([(256, 256, 128, 8, 1, 1)])
-CPU_LARGE_FROM = 512  # M and N at least this: the large tiles
-
-CONFIG_CLASSES = {"gpu_half": GPU_HALF, "gpu_float32": GPU_FLOAT32, "gpu_float64": GPU_FLOAT64,
-                  "gpu_int8": GPU_INT8, "gpu_int": GPU_INT, "gpu_small": GPU_SMALL,
-                  "interpreter": INTERPRETER,
-                  "wgsl": WGSL, "wgsl_64bit": WGSL_64BIT, "cpu_small": CPU_SMALL,
-                  "cpu_large": CPU_LARGE}
-CONFIGS = [cfg for configs in CONFIG_CLASSES.values() for cfg in configs]
-
-
-def config_class(target: str, device: str, dtype: DType, m: int, n: int, work: int) -> str:
-    """The name of the config list (in ``CONFIG_CLASSES``) a product of ``work``
-    multiply-adds runs with on ``device`` (``autotune.key.device_name``'s spelling)."""
-    if target.startswith("cpu"):
-        return "cpu_large" if min(m, n) >= CPU_LARGE_FROM else "cpu_small"
-    if target == "wgsl":
-        return "wgsl_64bit" if dtype.bits == 64 else "wgsl"
-    if "interpreter" in device:
-        return "interpreter"
-    if dtype.is_int:
-        return "gpu_int8" if dtype.name == "int8" else "gpu_int"
-    if dtype.bits == 64:
-        return "gpu_float64"
-    if work < GPU_TUNE_FROM:
-        return "gpu_small"
-    return "gpu_float32" if dtype.bits == 32 else "gpu_half"
+@cube.kernel
+def sum_slices_kernel(parts, c, size, SLICES: cube.Comptime[int], DT: cube.Comptime[object],
+                      BLOCK: cube.Comptime[int]):
+    # c = the sum of SLICES consecutive float32 slices of ``size`` elements, as DT: the
+    # second step of a product split along K
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    inside = offs < size
+    acc = cube.load(parts + offs, mask=inside, other=0)
+    for part in range(1, SLICES):
+        acc = acc + cube.load(parts + part * size + offs, mask=inside, other=0)
+    cube.store(c + offs, acc.to(DT), mask=inside)
 
 
 # ---- host side ----
@@ -272,6 +218,7 @@ class MatmulPlan:
     dtype: DType        # of A and B
     target: str
     dense: bool         # one product of dense row-major A and B from their first elements
+    ctx: Context        # for scratch memory (the partial sums of a product split along K)
 
 
 def matrix_layout(rows: int, cols: int, s_row: int, s_col: int) -> str:
@@ -338,7 +285,7 @@ def _plan(ctx: Context, a: View, b: View, c: View, offsets: tuple[int, int, int]
     return MatmulPlan(
         Operand(a.storage, offsets[0], (sam, sak), a_batch, matrix_layout(m, k, sam, sak)),
         Operand(b.storage, offsets[1], (sbk, sbn), b_batch, matrix_layout(k, n, sbk, sbn)),
-        c, offsets[2], m, n, k, batch, inner_batch, a.dtype, ctx.target, dense)
+        c, offsets[2], m, n, k, batch, inner_batch, a.dtype, ctx.target, dense, ctx)
 
 
 # (target, dtypes, layouts, size buckets, settings) -> the config chosen for it
@@ -366,9 +313,34 @@ def _tiles_for(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config
     work = plan.m * plan.n * plan.k * plan.batch
     candidates = CONFIG_CLASSES[config_class(ctx.target, ctx.device, plan.dtype, plan.m, plan.n,
                                              work)]
-    if not plan.dense:
-        candidates = [cfg for cfg in candidates if not cfg.kwargs.get("PERSISTENT")]
+    candidates = [cfg for cfg in candidates if plan.dense or not (
+        cfg.kwargs.get("PERSISTENT") or cfg.kwargs.get("SPLIT_K"))]
+    candidates = [cfg for cfg in candidates if "SPLIT_K" not in cfg.kwargs
+                  or _worth_splitting(plan, cfg.kwargs)]
     return candidates if work >= GPU_TUNE_FROM else candidates[:1]
+
+
+def _worth_splitting(plan: MatmulPlan, tiles: dict[str, Any]) -> bool:
+    # K has whole slices to split, and C has too few tiles to keep half the GPU busy (more
+    # would only cost the partial sums' memory: 2 GB at 8192^3 in 8 parts)
+    count = cube.cdiv(plan.m, tiles["BLOCK_M"]) * cube.cdiv(plan.n, tiles["BLOCK_N"])
+    return (k_parts(plan.k, tiles["SPLIT_K"], tiles["BLOCK_K"]) > 1
+            and 2 * count <= concurrent_cubes(plan.c.storage))
+
+
+def k_parts(k: int, most: int, block_k: int) -> int:
+    """Into how many equal parts of whole ``block_k`` slices a product splits ``k``: the
+    largest count up to ``most`` that divides them (1: no split). Sizes sharing a tuned
+    bucket may differ in this.
+
+    Example:
+        >>> k_parts(32768, 8, 64), k_parts(32000, 8, 64), k_parts(1000, 8, 64)
+        (8, 5, 1)
+    """
+    if k % block_k:
+        return 1
+    slices = k // block_k
+    return next(parts for parts in range(min(most, slices), 0, -1) if slices % parts == 0)
 
 
 @cube.autotune(configs=CONFIGS, key={"M": pow2_anchor, "N": pow2_anchor, "K": pow2_anchor,
@@ -388,9 +360,10 @@ def tuned_matmul(plan: MatmulPlan, a_storage: Any, b_storage: Any, c_storage: An
 
 def run(plan: MatmulPlan, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, GROUP_M: int,
         num_warps: int | None = None, num_stages: int | None = None, PERSISTENT: bool = False,
-        C_DESCRIPTOR: bool = False, FLATTEN: bool = False) -> None:
-    """Launch ``plan`` with these tiles: the persistent kernel (dense plans only), the dense
-    one, or the general one in batch chunks that fit grid axis 1."""
+        C_DESCRIPTOR: bool = False, FLATTEN: bool = False, SPLIT_K: int = 1) -> None:
+    """Launch ``plan`` with these tiles: the persistent kernel or K split in ``SPLIT_K``
+    parts (dense plans only), the dense kernel, or the general one in batch chunks that fit
+    grid axis 1."""
     m, n, k = plan.m, plan.n, plan.k
     even = m % BLOCK_M == 0 and n % BLOCK_N == 0 and k % BLOCK_K == 0
     tiles = cube.cdiv(m, BLOCK_M) * cube.cdiv(n, BLOCK_N)
@@ -399,9 +372,12 @@ def run(plan: MatmulPlan, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, GROUP_M: int
     tiling = dict(ACC=accumulator(plan.dtype), DT=plan.c.dtype, BLOCK_M=BLOCK_M,
                   BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, target=plan.target,
                   **options)
-    if PERSISTENT:
-        if not plan.dense:
-            raise ValueError("the persistent matmul kernel takes dense row-major operands only")
+    if (PERSISTENT or SPLIT_K > 1) and not plan.dense:
+        raise ValueError("the persistent and split-K matmuls take dense row-major operands only")
+    parts = k_parts(k, SPLIT_K, BLOCK_K) if SPLIT_K > 1 else 1
+    if parts > 1:
+        _run_split_k(plan, parts, tiles, tiling)
+    elif PERSISTENT:
         cubes = min(tiles, concurrent_cubes(plan.c.storage))
         matmul_persistent_kernel[(cubes,)](plan.a.storage, plan.b.storage, plan.c.storage, m, n,
                                            k, C_DESCRIPTOR=C_DESCRIPTOR, FLATTEN=FLATTEN,
@@ -415,6 +391,23 @@ def run(plan: MatmulPlan, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, GROUP_M: int
                 *plan.a.args(), *plan.b.args(), plan.c.storage, m, n, k, plan.inner_batch,
                 start, plan.c_first, A_LAYOUT=plan.a.layout, B_LAYOUT=plan.b.layout, EVEN=even,
                 **tiling)
+
+
+def _run_split_k(plan: MatmulPlan, parts: int, tiles: int, tiling: dict[str, Any]) -> None:
+    """K cut into ``parts`` equal parts of whole K slices: the general kernel computes each
+    part's product as one batch entry of a float32 scratch (the parts are batch entries of A
+    and B, offset along K), then ``sum_slices_kernel`` adds them up into C."""
+    m, n, part_k = plan.m, plan.n, plan.k // parts
+    scratch = plan.ctx.new((parts, m, n), cube.float32)
+    matmul_kernel[(tiles, parts)](
+        plan.a.storage, 0, plan.k, 1, 0, part_k, plan.b.storage, 0, n, 1, 0, part_k * n,
+        scratch.storage, m, n, part_k, parts, 0, 0, A_LAYOUT="row", B_LAYOUT="row",
+        EVEN=m % tiling["BLOCK_M"] == 0 and n % tiling["BLOCK_N"] == 0,
+        **{**tiling, "DT": cube.float32})
+    block = 1024
+    sum_slices_kernel[(cube.cdiv(m * n, block),)](scratch.storage, plan.c.storage, m * n,
+                                                   SLICES=parts, DT=plan.c.dtype, BLOCK=block,
+                                                   target=plan.target)
 
 
 _MULTIPROCESSORS: dict[tuple[str, int], int] = {}  # (library, device index) -> count

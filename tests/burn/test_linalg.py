@@ -166,8 +166,10 @@ def test_persistent_kernel(backend, ref, rng, monkeypatch, dtype, c_descriptor, 
 
 
 def test_only_dense_products_take_the_persistent_kernel(backend, rng, monkeypatch):
-    """A transposed operand or a batch makes the plan general: the tuner's
-    persistent candidates are dropped for it, and ``run`` refuses one by name."""
+    """A transposed operand or a batch makes the plan general: the tuner's persistent and
+    split-K candidates are dropped for it, and ``run`` refuses them by name. Split-K
+    candidates are dropped too where K has no whole slices to split, or where C has tiles
+    enough to fill the GPU."""
     plans = []
     monkeypatch.setattr(matmul_kernels, "_launch", plans.append)
     a = on(backend, _data(rng, (8, 6)))
@@ -182,11 +184,36 @@ def test_only_dense_products_take_the_persistent_kernel(backend, rng, monkeypatc
         target = "triton"
         device = "NVIDIA H200"
 
-    kept = matmul_kernels._tiles_for(matmul_kernels.CONFIGS, Context)
-    assert kept and not any(cfg.kwargs.get("PERSISTENT") for cfg in kept)
-    big = {"dense": True, "m": 4096, "n": 4096, "k": 4096, "dtype": burn.bfloat16}
-    Context.args = {"plan": matmul_kernels.MatmulPlan(**{**plans[1].__dict__, **big})}
-    assert any(cfg.kwargs.get("PERSISTENT")
-               for cfg in matmul_kernels._tiles_for(matmul_kernels.CONFIGS, Context))
-    with pytest.raises(ValueError, match="persistent matmul kernel takes dense row-major"):
-        matmul_kernels.run(plans[1], 16, 16, 16, 1, PERSISTENT=True)
+    def kinds(plan):
+        Context.args = {"plan": plan}
+        kept = matmul_kernels._tiles_for(matmul_kernels.CONFIGS, Context)
+        assert kept
+        return {name for cfg in kept for name in ("PERSISTENT", "SPLIT_K") if name in cfg.kwargs}
+
+    assert kinds(plans[1]) == set()
+    monkeypatch.setattr(matmul_kernels, "concurrent_cubes", lambda storage: 132)  # an H200
+
+    def dense(m, n, k):
+        return matmul_kernels.MatmulPlan(**{**plans[1].__dict__, "dense": True, "m": m,
+                                            "n": n, "k": k, "dtype": burn.bfloat16})
+
+    assert kinds(dense(1024, 1024, 32768)) == {"PERSISTENT", "SPLIT_K"}
+    assert kinds(dense(1024, 1024, 32769)) == {"PERSISTENT"}  # no whole K slices to split
+    assert kinds(dense(4096, 4096, 32768)) == {"PERSISTENT"}  # tiles enough for the GPU
+    for forced in ({"PERSISTENT": True}, {"SPLIT_K": 4}):
+        with pytest.raises(ValueError, match="split-K matmuls take dense row-major operands"):
+            matmul_kernels.run(plans[1], 16, 16, 16, 1, **forced)
+
+
+@pytest.mark.parametrize("dtype,parts,k", [("float32", 4, 128), ("bfloat16", 8, 96),
+                                           ("float32", 4, 100)])
+def test_split_k(backend, ref, rng, monkeypatch, dtype, parts, k):
+    """K cut into parts whose products land in a float32 scratch, then summed: 4 parts of 32;
+    6 slices of 16 cut in 6 parts where 8 were asked; K=100 (no whole slices) not split."""
+    if not supports(backend, [dtype]):
+        pytest.skip(f"{dtype} is checked as an explicit error in test_dtypes")
+    tiles = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, SPLIT_K=parts)
+    monkeypatch.setattr(matmul_kernels, "_launch",
+                        lambda plan: matmul_kernels.run(plan, **tiles))
+    a, b = _data(rng, (70, k), dtype), _data(rng, (k, 50), dtype)
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
