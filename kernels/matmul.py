@@ -334,12 +334,12 @@ def k_parts(k: int, most: int, block_k: int) -> int:
     bucket may differ in this.
 
     Example:
-        >>> k_parts(32768, 8, 64), k_parts(32000, 8, 64), k_parts(1000, 8, 64)
-        (8, 5, 1)
+        >>> k_parts(32768, 8, 64), k_parts(32000, 8, 64), k_parts(1000, 8, 64), k_parts(0, 8, 64)
+        (8, 5, 1, 1)
     """
-    if k % block_k:
-        return 1
     slices = k // block_k
+    if k % block_k or not slices:  # ragged, or K = 0
+        return 1
     return next(parts for parts in range(min(most, slices), 0, -1) if slices % parts == 0)
 
 
