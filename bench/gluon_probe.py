@@ -6,14 +6,19 @@ producer warp feeding two consumer warpgroups. Gluon (Triton's lower-level langu
 express that directly. Before any change to cubepy's design, this probe answers one question:
 does such a kernel, written by hand, actually beat cuBLAS on this device?
 
-The kernel: persistent (one program per SM, tiles in grouped order), warp-specialized (one
-producer warp issues TMA loads into a ring of shared-memory stages; the default partition of
-8 warps, two warpgroups, runs asynchronous wgmma on them and releases each stage once the next
-wgmma is issued), with a TMA-store epilogue or a register-store epilogue.
+The kernels: persistent (one program per SM, tiles in grouped order) and warp-specialized
+(one producer warp issues TMA loads into a ring of shared-memory stages; consumers run
+asynchronous wgmma on them and release each stage once the next wgmma is issued). "coop"
+(`matmul_ws`): the default partition of 8 warps, two warpgroups, shares one tile, stored by
+TMA (whole, in two halves, or from registers). "pingpong" (`matmul_pingpong`): two consumer
+warpgroups with a tile each, taking turns at the main loop.
+
+The answer (BENCHMARKS.md, probes 24-29): coop ties cuBLAS at 4096^3 (0.989-1.013x, mean
+0.999x), about 1.3 % ahead of cubepy's tuned kernel; ping-pong is slower.
 
     python bench/gluon_probe.py                      # on the H200: check, then time
     python bench/gluon_probe.py --compile-only       # anywhere: compile for sm_90, no GPU
-    python bench/gluon_probe.py --only "coop 128x256x64 s3" --with-cubepy --repeat 3
+    python bench/gluon_probe.py --variant "coop 128x256x64 s3" --with-cubepy --repeat 3
 
 Runs on Triton 3.6 (the H200) and 3.9 (here).
 """
