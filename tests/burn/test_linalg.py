@@ -205,9 +205,10 @@ def test_only_dense_products_take_the_persistent_kernel(backend, rng, monkeypatc
             matmul_kernels.run(plans[1], 16, 16, 16, 1, **forced)
 
 
-@pytest.mark.parametrize("dtype,parts,k", [("float32", 4, 128), ("bfloat16", 8, 96),
-                                           ("float32", 4, 100)])
-def test_split_k(backend, ref, rng, monkeypatch, dtype, parts, k):
+@pytest.mark.parametrize("dtype,parts,k,used", [("float32", 4, 128, [4]),
+                                                ("bfloat16", 8, 96, [6]),
+                                                ("float32", 4, 100, [])])
+def test_split_k(backend, ref, rng, monkeypatch, dtype, parts, k, used):
     """K cut into parts whose products land in a float32 scratch, then summed: 4 parts of 32;
     6 slices of 16 cut in 6 parts where 8 were asked; K=100 (no whole slices) not split."""
     if not supports(backend, [dtype]):
@@ -215,5 +216,11 @@ def test_split_k(backend, ref, rng, monkeypatch, dtype, parts, k):
     tiles = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, SPLIT_K=parts)
     monkeypatch.setattr(matmul_kernels, "_launch",
                         lambda plan: matmul_kernels.run(plan, **tiles))
+    splits = []
+    split = matmul_kernels._run_split_k
+    monkeypatch.setattr(matmul_kernels, "_run_split_k",
+                        lambda plan, count, *rest: (splits.append(count),
+                                                    split(plan, count, *rest)))
     a, b = _data(rng, (70, k), dtype), _data(rng, (k, 50), dtype)
     check(lambda be: on(be, a) @ on(be, b), backend, ref)
+    assert splits == used
