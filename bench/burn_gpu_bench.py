@@ -74,14 +74,24 @@ def host_us(fn: Callable[[], object], calls: int = 300, warmup: int = 1) -> floa
     return elapsed / calls * 1e6
 
 
-def matmul_rows(backend: burn.Backend, n: int) -> dict[str, float]:
-    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+def checked_operands(backend: burn.Backend, m: int, n: int, k: int) -> tuple:
+    """Random bf16 A (M, K) and B (K, N) as torch tensors and burn tensors over the same
+    memory, with burn.matmul's first product checked against torch's; and the seconds that
+    first call took (it autotunes, or finds the shipped result)."""
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
     ta, tb = from_torch(a, backend), from_torch(b, backend)
+    start = time.perf_counter()
+    got = torch.as_tensor(burn.matmul(ta, tb).prim.storage).reshape(m, n).float()
+    first_s = time.perf_counter() - start
     expected = torch.matmul(a, b).float()
-    got = torch.as_tensor(burn.matmul(ta, tb).prim.storage).reshape(n, n).float()
     error = float((got - expected).abs().max() / expected.abs().max())
-    assert error < 2e-2, f"burn matmul differs from torch: relative error {error}"
+    assert error < 2e-2, f"burn matmul differs from torch at {m}x{n}x{k}: {error}"
+    return a, b, ta, tb, first_s
+
+
+def matmul_rows(backend: burn.Backend, n: int) -> dict[str, float]:
+    a, b, ta, tb, _ = checked_operands(backend, n, n, n)
     flop = 2 * n**3
     rows = {
         "burn.matmul": gpu_seconds(lambda: burn.matmul(ta, tb)),
@@ -98,15 +108,7 @@ def matmul_shape_rows(backend: burn.Backend, shapes: list[tuple[int, int, int]],
     the first call of each shape autotunes (or finds the shipped result) and is timed too."""
     rows = []
     for m, n, k in shapes:
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        ta, tb = from_torch(a, backend), from_torch(b, backend)
-        start = time.perf_counter()
-        got = torch.as_tensor(burn.matmul(ta, tb).prim.storage).reshape(m, n).float()
-        first_s = time.perf_counter() - start
-        expected = torch.matmul(a, b).float()
-        error = float((got - expected).abs().max() / expected.abs().max())
-        assert error < 2e-2, f"burn matmul differs from torch at {m}x{n}x{k}: {error}"
+        a, b, ta, tb, first_s = checked_operands(backend, m, n, k)
 
         def ours_once(ta=ta, tb=tb):
             return burn.matmul(ta, tb)

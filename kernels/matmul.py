@@ -313,19 +313,19 @@ def _tiles_for(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config
     work = plan.m * plan.n * plan.k * plan.batch
     candidates = CONFIG_CLASSES[config_class(ctx.target, ctx.device, plan.dtype, plan.m, plan.n,
                                              work)]
-    candidates = [cfg for cfg in candidates if plan.dense or not (
-        cfg.kwargs.get("PERSISTENT") or cfg.kwargs.get("SPLIT_K"))]
-    candidates = [cfg for cfg in candidates if "SPLIT_K" not in cfg.kwargs
-                  or _worth_splitting(plan, cfg.kwargs)]
+    candidates = [cfg for cfg in candidates if _suits(plan, cfg.kwargs)]
     return candidates if work >= GPU_TUNE_FROM else candidates[:1]
 
 
-def _worth_splitting(plan: MatmulPlan, tiles: dict[str, Any]) -> bool:
-    # K has whole slices to split, and C has too few tiles to keep half the GPU busy (more
-    # would only cost the partial sums' memory: 2 GB at 8192^3 in 8 parts)
-    count = cube.cdiv(plan.m, tiles["BLOCK_M"]) * cube.cdiv(plan.n, tiles["BLOCK_N"])
-    return (k_parts(plan.k, tiles["SPLIT_K"], tiles["BLOCK_K"]) > 1
-            and 2 * count <= concurrent_cubes(plan.c.storage))
+def _suits(plan: MatmulPlan, tiles: dict[str, Any]) -> bool:
+    # Persistent and split-K configs take dense plans only. A split also needs whole K slices
+    # to split, and C with too few tiles to keep half the GPU busy (more would only cost the
+    # partial sums' memory: 2 GB at 8192^3 in 8 parts).
+    if "SPLIT_K" in tiles:
+        count = cube.cdiv(plan.m, tiles["BLOCK_M"]) * cube.cdiv(plan.n, tiles["BLOCK_N"])
+        return (plan.dense and k_parts(plan.k, tiles["SPLIT_K"], tiles["BLOCK_K"]) > 1
+                and 2 * count <= concurrent_cubes(plan.c.storage))
+    return plan.dense or not tiles.get("PERSISTENT")
 
 
 def k_parts(k: int, most: int, block_k: int) -> int:

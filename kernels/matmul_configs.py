@@ -8,39 +8,34 @@ Example:
 
 from __future__ import annotations
 
+from typing import Any
+
 import cubepy as cube
 from cubepy.ir.dtypes import DType
 
 
-def _configs(rows: list[tuple[int, ...]]) -> list[cube.Config]:
+def _configs(rows: list[tuple[Any, ...]], extra: tuple[str, ...] = (),
+             **fixed: Any) -> list[cube.Config]:
+    # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, *the values named in extra)
     return [cube.Config(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g, num_warps=w,
-                        num_stages=s) for bm, bn, bk, g, w, s in rows]
-
-
-def _split_k_configs(rows: list[tuple[int, ...]]) -> list[cube.Config]:
-    return [cube.Config(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g, num_warps=w,
-                        num_stages=s, SPLIT_K=parts) for bm, bn, bk, g, w, s, parts in rows]
-
-
-def _persistent_configs(rows: list[tuple[int, ...]]) -> list[cube.Config]:
-    return [cube.Config(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g, num_warps=w,
-                        num_stages=s, PERSISTENT=True, C_DESCRIPTOR=cd, FLATTEN=f)
-            for bm, bn, bk, g, w, s, cd, f in rows]
+                        num_stages=s, **fixed, **dict(zip(extra, rest, strict=True)))
+            for bm, bn, bk, g, w, s, *rest in rows]
 
 
 # Measured on an H200 (examples/matmul.py, bench/gpu_bench.py): large tiles for big 16-bit
 # products, 16-row tiles for skinny ones; float32 (IEEE) wants shorter K slices.
 GPU_HALF = _configs([(128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3), (256, 128, 64, 8, 8, 3),
                      (128, 256, 32, 8, 8, 5), (128, 128, 64, 8, 4, 4), (16, 128, 128, 1, 4, 4),
-                     (16, 64, 512, 1, 4, 3)]) + _persistent_configs([
+                     (16, 64, 512, 1, 4, 3)]) + _configs([
     # dense operands only (``MatmulPlan.dense``): the winners of examples/matmul.py's list
     # on an H200 (autotune_cache/), C through a descriptor with and without flattened loops
     (128, 256, 64, 8, 8, 3, True, True), (128, 256, 64, 16, 8, 3, True, True),
-    (128, 256, 64, 8, 8, 3, True, False), (128, 256, 64, 8, 8, 3, False, False)]) + \
-    _split_k_configs([
-        # dense plans whose K splits (``k_parts``): few tiles and a long K keep
-        # most multiprocessors idle unless K is cut into parts, summed afterwards
-        (128, 128, 64, 8, 4, 4, 4), (128, 128, 64, 8, 4, 4, 8), (128, 256, 64, 8, 8, 3, 8)])
+    (128, 256, 64, 8, 8, 3, True, False), (128, 256, 64, 8, 8, 3, False, False)],
+    ("C_DESCRIPTOR", "FLATTEN"), PERSISTENT=True) + _configs([
+    # dense plans whose K splits (``k_parts``): few tiles and a long K keep most
+    # multiprocessors idle unless K is cut into parts, summed afterwards
+    (128, 128, 64, 8, 4, 4, 4), (128, 128, 64, 8, 4, 4, 8), (128, 256, 64, 8, 8, 3, 8)],
+    ("SPLIT_K",))
 GPU_FLOAT32 = _configs([(128, 64, 32, 8, 4, 4), (64, 128, 32, 8, 4, 4), (128, 128, 32, 8, 8, 3),
                         (256, 128, 32, 8, 8, 3), (128, 256, 32, 8, 8, 3)])
 GPU_FLOAT64 = _configs([(64, 64, 32, 8, 4, 3), (128, 64, 16, 8, 4, 3), (64, 32, 32, 8, 4, 3)])

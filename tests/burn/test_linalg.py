@@ -190,16 +190,16 @@ def test_only_dense_products_take_the_persistent_kernel(backend, rng, monkeypatc
         assert kept
         return {name for cfg in kept for name in ("PERSISTENT", "SPLIT_K") if name in cfg.kwargs}
 
-    assert kinds(plans[1]) == set()
     monkeypatch.setattr(matmul_kernels, "concurrent_cubes", lambda storage: 132)  # an H200
 
-    def dense(m, n, k):
-        return matmul_kernels.MatmulPlan(**{**plans[1].__dict__, "dense": True, "m": m,
+    def big(m, n, k, dense):  # a bfloat16 product large enough to tune among every config
+        return matmul_kernels.MatmulPlan(**{**plans[1].__dict__, "dense": dense, "m": m,
                                             "n": n, "k": k, "dtype": burn.bfloat16})
 
-    assert kinds(dense(1024, 1024, 32768)) == {"PERSISTENT", "SPLIT_K"}
-    assert kinds(dense(1024, 1024, 32769)) == {"PERSISTENT"}  # no whole K slices to split
-    assert kinds(dense(4096, 4096, 32768)) == {"PERSISTENT"}  # tiles enough for the GPU
+    assert kinds(big(1024, 1024, 32768, dense=False)) == set()
+    assert kinds(big(1024, 1024, 32768, dense=True)) == {"PERSISTENT", "SPLIT_K"}
+    assert kinds(big(1024, 1024, 32769, dense=True)) == {"PERSISTENT"}  # no whole K slices
+    assert kinds(big(4096, 4096, 32768, dense=True)) == {"PERSISTENT"}  # tiles enough
     for forced in ({"PERSISTENT": True}, {"SPLIT_K": 4}):
         with pytest.raises(ValueError, match="split-K matmuls take dense row-major operands"):
             matmul_kernels.run(plans[1], 16, 16, 16, 1, **forced)
