@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gpu_bench_triton import medians_in_turns  # noqa: E402
 
-from examples import matmul as mm  # noqa: E402
+from cubepy.runtime import device_arrays  # noqa: E402
 from examples.matmul import Config, matmul  # noqa: E402
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, persistent)
@@ -54,7 +54,7 @@ def main() -> int:
     p.add_argument("--out", help="write the rows here (JSON)")
     args = p.parse_args()
     if args.cubes:
-        mm._MULTIPROCESSORS["torch", torch.cuda.current_device()] = args.cubes
+        device_arrays._MULTIPROCESSORS["torch", torch.cuda.current_device()] = args.cubes
     rows = []
     for text in args.shapes.split(";"):
         m, n, k = (int(v) for v in text.split(","))

@@ -33,7 +33,7 @@ from .runtime import (
     kernel,
     target_info,
 )
-from .runtime.device_arrays import asarray, empty, to_numpy
+from .runtime.device_arrays import asarray, concurrent_cubes, empty, to_numpy
 
 int1 = bool
 i8, i16, i32, i64, u8, u32 = int8, int16, int32, int64, uint8, uint32
@@ -46,7 +46,7 @@ __all__ = [
     "Kernel", "available_targets", "cuda_available", "kernel", "func", "target_info", "cdiv",
     "static_range", "range", "bool", "int1", "int8", "int16", "int32", "int64", "uint8", "uint32",
     "float16", "bfloat16", "float32", "float64", "Config", "autotune", "asarray", "empty",
-    "to_numpy",
+    "to_numpy", "concurrent_cubes",
 ]
 
 

@@ -20,7 +20,6 @@ along K between the cubes that would idle. Exits non-zero if a result differs fr
 from __future__ import annotations
 
 import math
-import os
 import sys
 from dataclasses import dataclass
 
@@ -265,7 +264,7 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
         options["target"] = target
     tiles = cube.cdiv(m, config.block_m) * cube.cdiv(n, config.block_n)
     if config.persistent:
-        cubes = _concurrent_cubes(a)
+        cubes = cube.concurrent_cubes(a)
         launch = dict(BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
                       GROUP_M=config.group_m, ACTIVATION=activation,
                       C_DESCRIPTOR=config.c_descriptor, FLATTEN=config.flatten,
@@ -290,32 +289,6 @@ def matmul(a, b, c, *, config: Config = Config(), activation: str = "",
         BLOCK_M=config.block_m, BLOCK_N=config.block_n, BLOCK_K=config.block_k,
         GROUP_M=config.group_m, EVEN=even, ACTIVATION=activation,
         **config.options(), **options)
-
-
-_MULTIPROCESSORS: dict = {}  # (library, device index) -> multiprocessor count
-
-
-def _concurrent_cubes(array) -> int:
-    """How many cubes of a persistent kernel to launch: one per multiprocessor of the GPU that
-    holds ``array`` (torch or CuPy; asked once per device), or a few per core elsewhere."""
-    device = getattr(array, "device", None)
-    if getattr(device, "type", None) == "cuda":  # torch
-        count = _MULTIPROCESSORS.get(("torch", device.index))
-        if count is None:
-            import torch
-
-            count = torch.cuda.get_device_properties(device).multi_processor_count
-            _MULTIPROCESSORS["torch", device.index] = count
-        return count
-    if type(array).__module__.startswith("cupy"):
-        count = _MULTIPROCESSORS.get(("cupy", array.device.id))
-        if count is None:
-            import cupy
-
-            count = cupy.cuda.Device(array.device.id).attributes["MultiProcessorCount"]
-            _MULTIPROCESSORS["cupy", array.device.id] = count
-        return count
-    return 4 * (os.cpu_count() or 1)
 
 
 _WORKSPACES: dict = {}  # (device, stream) -> (partials, arrivals) of split-K launches

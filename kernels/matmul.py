@@ -40,7 +40,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -324,7 +323,7 @@ def _suits(plan: MatmulPlan, tiles: dict[str, Any]) -> bool:
     if "SPLIT_K" in tiles:
         count = cube.cdiv(plan.m, tiles["BLOCK_M"]) * cube.cdiv(plan.n, tiles["BLOCK_N"])
         return (plan.dense and k_parts(plan.k, tiles["SPLIT_K"], tiles["BLOCK_K"]) > 1
-                and 2 * count <= concurrent_cubes(plan.c.storage))
+                and 2 * count <= cube.concurrent_cubes(plan.c.storage))
     return plan.dense or not tiles.get("PERSISTENT")
 
 
@@ -378,7 +377,7 @@ def run(plan: MatmulPlan, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, GROUP_M: int
     if parts > 1:
         _run_split_k(plan, parts, tiles, tiling)
     elif PERSISTENT:
-        cubes = min(tiles, concurrent_cubes(plan.c.storage))
+        cubes = min(tiles, cube.concurrent_cubes(plan.c.storage))
         matmul_persistent_kernel[(cubes,)](plan.a.storage, plan.b.storage, plan.c.storage, m, n,
                                            k, C_DESCRIPTOR=C_DESCRIPTOR, FLATTEN=FLATTEN,
                                            **tiling)
@@ -404,38 +403,7 @@ def _run_split_k(plan: MatmulPlan, parts: int, tiles: int, tiling: dict[str, Any
         scratch.storage, m, n, part_k, parts, 0, 0, A_LAYOUT="row", B_LAYOUT="row",
         EVEN=m % tiling["BLOCK_M"] == 0 and n % tiling["BLOCK_N"] == 0,
         **{**tiling, "DT": cube.float32})
-    block = 1024
+    block = plan.ctx.block(m * n)
     sum_slices_kernel[(cube.cdiv(m * n, block),)](scratch.storage, plan.c.storage, m * n,
                                                    SLICES=parts, DT=plan.c.dtype, BLOCK=block,
                                                    target=plan.target)
-
-
-_MULTIPROCESSORS: dict[tuple[str, int], int] = {}  # (library, device index) -> count
-
-
-def concurrent_cubes(storage: Any) -> int:
-    """How many cubes of a persistent kernel to launch: one per multiprocessor of the GPU that
-    holds ``storage`` (a torch or CuPy array; asked once per device), else a few per core."""
-    library = type(storage).__module__.partition(".")[0]
-    device = getattr(storage, "device", None)
-    if library == "torch" and getattr(device, "type", None) == "cuda":
-        index = device.index
-    elif library == "cupy":
-        index = device.id
-    else:
-        return 4 * (os.cpu_count() or 1)
-    count = _MULTIPROCESSORS.get((library, index))
-    if count is None:
-        count = _ask_multiprocessors(library, index)
-        _MULTIPROCESSORS[library, index] = count
-    return count
-
-
-def _ask_multiprocessors(library: str, index: int) -> int:
-    if library == "torch":
-        import torch
-
-        return torch.cuda.get_device_properties(index).multi_processor_count
-    import cupy
-
-    return cupy.cuda.Device(index).attributes["MultiProcessorCount"]

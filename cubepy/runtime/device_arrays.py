@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 from typing import Any
 
 import numpy as np
@@ -93,3 +94,39 @@ def to_numpy(x: Any) -> np.ndarray:
     if module.startswith("cupy"):
         return x.get()
     return np.asarray(x)
+
+
+_MULTIPROCESSORS: dict[tuple[str, int], int] = {}  # (library, device index) -> count
+
+
+def concurrent_cubes(array: Any) -> int:
+    """How many cubes a persistent kernel (one that loops over its work) should launch for
+    ``array``: one per multiprocessor of the CUDA GPU holding it (a torch tensor or CuPy
+    array; asked once per device), else four per CPU core.
+
+    Example:
+        >>> cube.concurrent_cubes(np.zeros(4)) == 4 * (os.cpu_count() or 1)
+        True
+    """
+    library = type(array).__module__.partition(".")[0]
+    device = getattr(array, "device", None)
+    if library == "torch" and getattr(device, "type", None) == "cuda":
+        index = device.index
+    elif library == "cupy":
+        index = device.id
+    else:
+        return 4 * (os.cpu_count() or 1)
+    count = _MULTIPROCESSORS.get((library, index))
+    if count is None:
+        count = _MULTIPROCESSORS[library, index] = _ask_multiprocessors(library, index)
+    return count
+
+
+def _ask_multiprocessors(library: str, index: int) -> int:
+    if library == "torch":
+        import torch
+
+        return torch.cuda.get_device_properties(index).multi_processor_count
+    import cupy
+
+    return cupy.cuda.Device(index).attributes["MultiProcessorCount"]

@@ -15,6 +15,7 @@ from optest import check, on, random_tensor, strided, supports
 from util import dyadic_array
 
 import burn
+import cubepy as cube
 from kernels import matmul as matmul_kernels
 
 
@@ -190,7 +191,7 @@ def test_only_dense_products_take_the_persistent_kernel(backend, rng, monkeypatc
         assert kept
         return {name for cfg in kept for name in ("PERSISTENT", "SPLIT_K") if name in cfg.kwargs}
 
-    monkeypatch.setattr(matmul_kernels, "concurrent_cubes", lambda storage: 132)  # an H200
+    monkeypatch.setattr(cube, "concurrent_cubes", lambda storage: 132)  # an H200
 
     def big(m, n, k, dense):  # a bfloat16 product large enough to tune among every config
         return matmul_kernels.MatmulPlan(**{**plans[1].__dict__, "dense": dense, "m": m,

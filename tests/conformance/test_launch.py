@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from util import assert_close, cdiv, poison, random_array, run_or_expect_unsupported
@@ -305,3 +307,48 @@ def test_cuda_arrays_on_triton(rng):
     outd = torch.full((n,), float("nan"), device="cuda")
     axpy_kernel[(cdiv(n, 128),)](xd, yd, outd, 2.0, n, BLOCK=128)  # the device follows the arrays
     assert_close(outd.cpu().numpy(), 2 * x + y)
+
+
+# ---------------------------------------------------------------- persistent grids
+
+
+def test_concurrent_cubes_on_the_host_is_four_per_core():
+    assert cube.concurrent_cubes(np.zeros(4, np.float32)) == 4 * (os.cpu_count() or 1)
+
+
+def test_concurrent_cubes_asks_each_gpu_once(monkeypatch):
+    from cubepy.runtime import device_arrays
+
+    asked = []
+
+    def ask(library, index):
+        asked.append((library, index))
+        return 100 + index
+
+    monkeypatch.setattr(device_arrays, "_MULTIPROCESSORS", {})
+    monkeypatch.setattr(device_arrays, "_ask_multiprocessors", ask)
+
+    class Device:
+        type, index, id = "cuda", 1, 1
+
+    class FakeTensor:  # torch's and CuPy's answers to what the helper reads
+        __module__ = "torch"
+        device = Device()
+
+    class FakeCupyArray(FakeTensor):
+        __module__ = "cupy._core.core"
+
+    for _ in range(3):
+        assert cube.concurrent_cubes(FakeTensor()) == 101
+        assert cube.concurrent_cubes(FakeCupyArray()) == 101
+    assert asked == [("torch", 1), ("cupy", 1)]
+
+
+@pytest.mark.gpu
+def test_concurrent_cubes_is_the_multiprocessor_count():
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(4, device="cuda")
+    expected = torch.cuda.get_device_properties(x.device).multi_processor_count
+    assert cube.concurrent_cubes(x) == expected
+    cupy = pytest.importorskip("cupy")
+    assert cube.concurrent_cubes(cupy.zeros(4)) == expected
