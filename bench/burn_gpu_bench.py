@@ -2,6 +2,7 @@
 
     python bench/burn_gpu_bench.py [--json out.json] [--quick]
     python bench/burn_gpu_bench.py --matmul-shapes "8192,8192,1024;16,8192,8192"
+    python bench/burn_gpu_bench.py --host-layers "16,8192,8192;2048,2048,512"
 
 Rows, all measured in this one run with CUDA events (median of 7 samples, each a batch of
 back-to-back calls lasting at least ~20 ms, after a warm-up that also autotunes):
@@ -24,6 +25,7 @@ from collections.abc import Callable
 import torch
 
 import burn
+import cubepy as cube
 from cubepy.ir import dtypes as dt
 from kernels import matmul as matmul_kernels
 from kernels.layout import View, contiguous_strides
@@ -119,12 +121,13 @@ def matmul_shape_rows(backend: burn.Backend, shapes: list[tuple[int, int, int]],
         turns = [(gpu_seconds(ours_once), gpu_seconds(cublas_once)) for _ in range(5)]
         ours = statistics.median(t[0] for t in turns)
         peer = statistics.median(t[1] for t in turns)
-        host = host_us(ours_once)
+        host, peer_host = host_us(ours_once), host_us(cublas_once)
         rows.append({"shape": [m, n, k], "first_call_s": first_s, "burn_s": ours,
-                     "cublas_s": peer, "vs_cublas": peer / ours, "host_us": host})
+                     "cublas_s": peer, "vs_cublas": peer / ours, "host_us": host,
+                     "torch_host_us": peer_host})
         print(f"  burn.matmul {m}x{n}x{k}: {2 * m * n * k / ours / 1e12:.0f} TFLOP/s, "
               f"{peer / ours:.3f}x cuBLAS (first call {first_s:.2f} s, host {host:.1f} µs "
-              "per call)", flush=True)
+              f"per call, torch.matmul's {peer_host:.1f})", flush=True)
         if profile:
             profile_host(ours_once)
     return rows
@@ -143,6 +146,54 @@ def profile_host(fn: Callable[[], object], calls: int = 2000) -> None:
     profiler.disable()
     torch.cuda.synchronize()
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+def host_layer_rows(backend: burn.Backend, shapes: list[tuple[int, int, int]],
+                    rounds: int = 5) -> list[dict]:
+    """Host µs per call of burn.matmul's layers, outermost first, beside torch.matmul's, for
+    products that take the dense kernel: each layer is the one below plus its own work. The
+    layers take turns, ``rounds`` times; medians."""
+    rows = []
+    for m, n, k in shapes:
+        layers = matmul_layers(backend, m, n, k)
+        samples = {name: [] for name in layers}
+        for _ in range(rounds):
+            for name, fn in layers.items():
+                samples[name].append(host_us(fn))
+        row = {name: statistics.median(values) for name, values in samples.items()}
+        rows.append({"shape": [m, n, k], "host_us": row})
+        print(f"  host µs per call, {m}x{n}x{k} (median of {rounds} rounds in turns):")
+        for name, us in row.items():
+            print(f"    {name:<38} {us:6.1f}  {us / row['torch.matmul (peer)']:5.2f}x torch")
+    return rows
+
+
+def matmul_layers(backend: burn.Backend, m: int, n: int, k: int) -> dict[str, Callable]:
+    """burn.matmul of (M, K) by (K, N) bf16 as calls to each of its layers in turn."""
+    a, b, ta, tb, _ = checked_operands(backend, m, n, k)
+    ctx = backend.ctx
+    c = ctx.new((m, n), dt.bfloat16)
+    plan = matmul_kernels._plan(ctx, ta.prim, tb.prim, c, (0, 0, 0), (0, 0), (0, 0), 1, 1)
+    buckets = tuple(map(matmul_kernels.pow2_anchor, (m, n, k)))
+    chosen = next(kwargs for key, kwargs in matmul_kernels._CHOSEN.items()
+                  if key[-5:-2] == buckets)  # the key's (M, N, K) buckets
+    assert not {"PERSISTENT", "SPLIT_K"} & set(chosen), f"{m}x{n}x{k} takes {chosen}"
+    tiling = {key: chosen[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M",
+                                           "num_warps", "num_stages")}
+    grid = (cube.cdiv(m, tiling["BLOCK_M"]) * cube.cdiv(n, tiling["BLOCK_N"]),)
+    even = not (m % tiling["BLOCK_M"] or n % tiling["BLOCK_N"] or k % tiling["BLOCK_K"])
+    launch = matmul_kernels.matmul_dense_kernel[grid]
+    return {
+        "burn.matmul": lambda: burn.matmul(ta, tb),
+        "kernels.matmul.matmul (plan, key, C)": lambda: matmul_kernels.matmul(
+            ctx, ta.prim, tb.prim, dt.bfloat16),
+        "kernels.matmul.run (tiles)": lambda: matmul_kernels.run(plan, **chosen),
+        "cubepy launch": lambda: launch(ta.prim.storage, tb.prim.storage, c.storage, m, n, k,
+                                        ACC=dt.float32, DT=dt.bfloat16, EVEN=even,
+                                        target="triton", **tiling),
+        "torch.empty (C)": lambda: torch.empty(m * n, dtype=torch.bfloat16, device="cuda"),
+        "torch.matmul (peer)": lambda: torch.matmul(a, b),
+    }
 
 
 def bandwidth_rows(backend: burn.Backend, rows: int, cols: int) -> dict[str, float]:
@@ -187,9 +238,20 @@ def main() -> None:
                         "with cuBLAS")
     parser.add_argument("--profile", action="store_true",
                         help="with --matmul-shapes: profile each shape's host path (cProfile)")
+    parser.add_argument("--host-layers", help="M,N,K;...: burn.matmul's host time per call, "
+                        "layer by layer, beside torch.matmul's")
     args = parser.parse_args()
     backend = burn.backend_for("cuda")
     assert getattr(backend, "on_gpu", False), "the Cuda backend found no GPU"
+    if args.host_layers:
+        shapes = [tuple(int(v) for v in shape.split(",")) for shape in args.host_layers.split(";")]
+        rows = host_layer_rows(backend, shapes)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"date": time.strftime("%Y-%m-%d"),
+                           "device": torch.cuda.get_device_name(), "host_layers": rows}, f,
+                          indent=1)
+        return
     if args.matmul_shapes:
         shapes = [tuple(int(v) for v in shape.split(","))
                   for shape in args.matmul_shapes.split(";")]

@@ -97,7 +97,7 @@ def new_view(allocate: Callable[[int, DType], Any], shape: Sequence[int], dtype:
              what: str) -> View:
     """A contiguous view of ``shape`` over fresh storage from ``allocate`` (never empty:
     kernels take its address); ``what`` names it in the int32 size check's error."""
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(map(int, shape))
     numel = math.prod(shape)
     check_int32(numel, what)
     return View(allocate(max(numel, 1), dtype), 0, shape, contiguous_strides(shape), dtype)

@@ -186,7 +186,9 @@ def sum_slices_kernel(parts, c, size, SLICES: cube.Comptime[int], DT: cube.Compt
 
 # ---- host side ----
 
-@dataclass(frozen=True)
+# Plain slotted classes (not frozen, which costs ~1 us per plan on the host path of every
+# product); nothing changes a plan once made.
+@dataclass(slots=True, eq=False)
 class Operand:
     """One matrix operand as the kernel reads it: offset, (row, column) strides, the two batch
     strides and the comptime layout."""
@@ -201,7 +203,7 @@ class Operand:
         return [self.storage, self.offset, *self.strides, *self.batch_strides]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class MatmulPlan:
     """Everything one product's launches need but the tile sizes."""
 
@@ -249,13 +251,18 @@ def matmul(ctx: Context, a: View, b: View, out_dtype: DType) -> View:
     Example:
         >>> c = matmul(ctx, a, b, cube.float32)  # doctest: +SKIP
     """
+    if len(a.shape) == 2:
+        # the common case, kept short: on a GPU a small product's time is its host path
+        # (BENCHMARKS.md, run 41)
+        m, n = a.shape[0], b.shape[1]
+        c = ctx.new((m, n), out_dtype)
+        if m and n:
+            _launch(_plan(ctx, a, b, c, (a.offset, b.offset, 0), (0, 0), (0, 0), 1, 1))
+        return c
     *batch_shape, m, k = a.shape
     n = b.shape[-1]
     c = ctx.new((*batch_shape, m, n), out_dtype)
     if c.numel == 0:
-        return c
-    if not batch_shape:  # the common case, kept short
-        _launch(_plan(ctx, a, b, c, (a.offset, b.offset, 0), (0, 0), (0, 0), 1, 1))
         return c
     dims, (a_bs, b_bs, c_bs) = collapse(batch_shape, a.strides[:-2], b.strides[:-2],
                                         c.strides[:-2])
@@ -287,8 +294,9 @@ def _plan(ctx: Context, a: View, b: View, c: View, offsets: tuple[int, int, int]
         c, offsets[2], m, n, k, batch, inner_batch, a.dtype, ctx.target, dense, ctx)
 
 
-# (target, dtypes, layouts, size buckets, settings) -> the config chosen for it
-_CHOSEN: dict[tuple, cube.Config] = {}
+# (target, dtypes, layouts, size buckets, generation of the settings) -> the launch
+# keywords of the config chosen for it
+_CHOSEN: dict[tuple, dict[str, Any]] = {}
 
 
 def _launch(plan: MatmulPlan) -> None:
@@ -296,15 +304,15 @@ def _launch(plan: MatmulPlan) -> None:
     on the first call of a key."""
     key = (plan.target, plan.dtype, plan.c.dtype, plan.a.layout, plan.b.layout, plan.dense,
            pow2_anchor(plan.m), pow2_anchor(plan.n), pow2_anchor(plan.k),
-           pow2_anchor(plan.batch), cube_config.settings())
+           pow2_anchor(plan.batch), cube_config.generation())
     chosen = _CHOSEN.get(key)
     if chosen is not None:
-        run(plan, **chosen.launch_kwargs())
+        run(plan, **chosen)
         return
     layouts = f"{plan.a.layout}/{plan.b.layout}" + ("/dense" if plan.dense else "")
     tuned_matmul(plan, plan.a.storage, plan.b.storage, plan.c.storage, plan.m, plan.n, plan.k,
                  plan.batch, layouts, plan.target)
-    _CHOSEN[key] = tuned_matmul.last_config
+    _CHOSEN[key] = tuned_matmul.last_config.launch_kwargs()
 
 
 def _tiles_for(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config]:
@@ -366,11 +374,12 @@ def run(plan: MatmulPlan, BLOCK_M: int, BLOCK_N: int, BLOCK_K: int, GROUP_M: int
     m, n, k = plan.m, plan.n, plan.k
     even = m % BLOCK_M == 0 and n % BLOCK_N == 0 and k % BLOCK_K == 0
     tiles = cube.cdiv(m, BLOCK_M) * cube.cdiv(n, BLOCK_N)
-    options = {name: value for name, value in (("num_warps", num_warps),
-                                               ("num_stages", num_stages)) if value is not None}
     tiling = dict(ACC=accumulator(plan.dtype), DT=plan.c.dtype, BLOCK_M=BLOCK_M,
-                  BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, target=plan.target,
-                  **options)
+                  BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, target=plan.target)
+    if num_warps is not None:
+        tiling["num_warps"] = num_warps
+    if num_stages is not None:
+        tiling["num_stages"] = num_stages
     if (PERSISTENT or SPLIT_K > 1) and not plan.dense:
         raise ValueError("the persistent and split-K matmuls take dense row-major operands only")
     parts = k_parts(k, SPLIT_K, BLOCK_K) if SPLIT_K > 1 else 1

@@ -9,6 +9,8 @@ tolerances hold. Shapes are chosen so that few kernel specializations are compil
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from optest import check, on, random_tensor, strided, supports
@@ -194,8 +196,7 @@ def test_only_dense_products_take_the_persistent_kernel(backend, rng, monkeypatc
     monkeypatch.setattr(cube, "concurrent_cubes", lambda storage: 132)  # an H200
 
     def big(m, n, k, dense):  # a bfloat16 product large enough to tune among every config
-        return matmul_kernels.MatmulPlan(**{**plans[1].__dict__, "dense": dense, "m": m,
-                                            "n": n, "k": k, "dtype": burn.bfloat16})
+        return dataclasses.replace(plans[1], dense=dense, m=m, n=n, k=k, dtype=burn.bfloat16)
 
     assert kinds(big(1024, 1024, 32768, dense=False)) == set()
     assert kinds(big(1024, 1024, 32768, dense=True)) == {"PERSISTENT", "SPLIT_K"}
