@@ -83,7 +83,7 @@ def matmul(a: Tensor, b: Tensor, *, out_dtype: DType | None = None) -> Tensor:
             and a_view.dtype == b_view.dtype and not a_view.dtype.is_bool
             and a_view.shape[1] == b_view.shape[0]):
         # two matrices of one dtype, the common case: nothing to promote, broadcast or reshape
-        # (a small product's time is mostly this host path: BENCHMARKS.md, run 37)
+        # (a small product's time on a GPU is mostly its host path: BENCHMARKS.md, runs 40-41)
         return Tensor(backend.matmul(a_view, b_view, a_view.dtype), backend)
     shapes = f"shapes {a.shape} and {b.shape}"
     if a.ndim == 0 or b.ndim == 0:
