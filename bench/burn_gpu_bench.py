@@ -169,7 +169,8 @@ def host_layer_rows(backend: burn.Backend, shapes: list[tuple[int, int, int]],
 
 
 def matmul_layers(backend: burn.Backend, m: int, n: int, k: int) -> dict[str, Callable]:
-    """burn.matmul of (M, K) by (K, N) bf16 as calls to each of its layers in turn."""
+    """burn.matmul of (M, K) by (K, N) bf16 as calls to each of its layers in turn, then
+    pieces of the host path alone."""
     a, b, ta, tb, _ = checked_operands(backend, m, n, k)
     ctx = backend.ctx
     c = ctx.new((m, n), dt.bfloat16)
@@ -187,11 +188,23 @@ def matmul_layers(backend: burn.Backend, m: int, n: int, k: int) -> dict[str, Ca
         "burn.matmul": lambda: burn.matmul(ta, tb),
         "kernels.matmul.matmul (plan, key, C)": lambda: matmul_kernels.matmul(
             ctx, ta.prim, tb.prim, dt.bfloat16),
+        "kernels.matmul._launch (key)": lambda: matmul_kernels._launch(plan),
         "kernels.matmul.run (tiles)": lambda: matmul_kernels.run(plan, **chosen),
         "cubepy launch": lambda: launch(ta.prim.storage, tb.prim.storage, c.storage, m, n, k,
                                         ACC=dt.float32, DT=dt.bfloat16, EVEN=even,
                                         target="triton", **tiling),
+        # beside the stack: the pieces that kernels.matmul.matmul adds to run
+        "cubepy launch, a new C each call": lambda: launch(
+            ta.prim.storage, tb.prim.storage, torch.empty(m * n, dtype=torch.bfloat16,
+                                                          device="cuda"),
+            m, n, k, ACC=dt.float32, DT=dt.bfloat16, EVEN=even, target="triton", **tiling),
+        "_launch of a new plan and C": lambda: matmul_kernels._launch(matmul_kernels._plan(
+            ctx, ta.prim, tb.prim, ctx.new((m, n), dt.bfloat16), (0, 0, 0), (0, 0), (0, 0), 1,
+            1)),
+        "ctx.new (C's view)": lambda: ctx.new((m, n), dt.bfloat16),
         "torch.empty (C)": lambda: torch.empty(m * n, dtype=torch.bfloat16, device="cuda"),
+        "_plan": lambda: matmul_kernels._plan(ctx, ta.prim, tb.prim, c, (0, 0, 0), (0, 0),
+                                              (0, 0), 1, 1),
         "torch.matmul (peer)": lambda: torch.matmul(a, b),
     }
 
