@@ -48,7 +48,13 @@ _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_globa
 
 
 @gluon.jit
-def _tile_coords(tile, tiles_m, tiles_n, GROUP_M: gl.constexpr):
+def tile_counts(M, N, K, BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr):
+    # C's tiles along M and N, and the K slices of one tile
+    return gl.cdiv(M, BM), gl.cdiv(N, BN), gl.cdiv(K, BK)
+
+
+@gluon.jit
+def tile_coords(tile, tiles_m, tiles_n, GROUP_M: gl.constexpr):
     # Grouped order: GROUP_M row-tiles share each column of B while it sits in L2.
     per_group = GROUP_M * tiles_n
     group = tile // per_group
@@ -62,13 +68,11 @@ def _tile_coords(tile, tiles_m, tiles_n, GROUP_M: gl.constexpr):
 def _producer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
               BM: gl.constexpr, BN: gl.constexpr, BK: gl.constexpr,
               STAGES: gl.constexpr, GROUP_M: gl.constexpr):
-    tiles_m = gl.cdiv(M, BM)
-    tiles_n = gl.cdiv(N, BN)
-    k_steps = gl.cdiv(K, BK)
+    tiles_m, tiles_n, k_steps = tile_counts(M, N, K, BM, BN, BK)
     stage_bytes: gl.constexpr = (BM * BK + BK * BN) * 2
     count = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
-        pm, pn = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
+        pm, pn = tile_coords(tile, tiles_m, tiles_n, GROUP_M)
         for k in range(k_steps):
             s = count % STAGES
             # A fresh barrier counts as having finished the phase before phase 0, so the first
@@ -81,9 +85,15 @@ def _producer(a_desc, b_desc, a_bufs, b_bufs, ready, empty, M, N, K,
 
 
 @gluon.jit
-def _tile_product(a_bufs, b_bufs, ready, empty, acc, count, k_steps, STAGES: gl.constexpr):
+def release_stage(empty, s):
+    mbarrier.arrive(empty.index(s))
+
+
+@gluon.jit
+def tile_product(a_bufs, b_bufs, ready, empty, acc, count, k_steps, STAGES: gl.constexpr,
+                 RELEASE: gl.constexpr = release_stage):
     # acc += one tile's K slices, read from the ring from its count-th stage on; each stage
-    # is released as soon as the wgmma after it is issued.
+    # is released (RELEASE(empty, stage)) as soon as the wgmma after it is issued.
     for k in range(k_steps):
         s = count % STAGES
         mbarrier.wait(ready.index(s), (count // STAGES) & 1)
@@ -91,15 +101,15 @@ def _tile_product(a_bufs, b_bufs, ready, empty, acc, count, k_steps, STAGES: gl.
         # Keep one wgmma in flight: once this returns, the previous stage has been read.
         acc = warpgroup_mma_wait(1, deps=[acc])
         if k > 0:
-            mbarrier.arrive(empty.index((count + STAGES - 1) % STAGES))
+            RELEASE(empty, (count + STAGES - 1) % STAGES)
         count += 1
     acc = warpgroup_mma_wait(0, deps=[acc])
-    mbarrier.arrive(empty.index((count + STAGES - 1) % STAGES))
+    RELEASE(empty, (count + STAGES - 1) % STAGES)
     return acc, count
 
 
 @gluon.jit
-def _store_tile(c_desc, c_smem, value, row, col):
+def store_tile(c_desc, c_smem, value, row, col):
     # value -> C[row:, col:] by TMA, through c_smem once the previous store has left it
     tma.store_wait(0)
     c_smem.store(value)
@@ -114,24 +124,22 @@ def _consumer(c_desc, c_ptr, a_bufs, b_bufs, ready, empty, c_smem, M, N, K,
               SPLIT_STORE: gl.constexpr):
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[8, 1], instr_shape=[16, BN, 16])
-    tiles_m = gl.cdiv(M, BM)
-    tiles_n = gl.cdiv(N, BN)
-    k_steps = gl.cdiv(K, BK)
+    tiles_m, tiles_n, k_steps = tile_counts(M, N, K, BM, BN, BK)
     count = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
-        pm, pn = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
+        pm, pn = tile_coords(tile, tiles_m, tiles_n, GROUP_M)
         acc = gl.zeros((BM, BN), gl.float32, acc_layout)
-        acc, count = _tile_product(a_bufs, b_bufs, ready, empty, acc, count, k_steps, STAGES)
+        acc, count = tile_product(a_bufs, b_bufs, ready, empty, acc, count, k_steps, STAGES)
         out = acc.to(gl.bfloat16)
         if TMA_STORE:
             if SPLIT_STORE:
                 # Two halves through one half-size buffer, so that a fourth stage fits.
                 halves = out.reshape([BM, 2, BN // 2]).permute((0, 2, 1))
                 left, right = gl.split(halves)
-                _store_tile(c_desc, c_smem, left, pm * BM, pn * BN)
-                _store_tile(c_desc, c_smem, right, pm * BM, pn * BN + BN // 2)
+                store_tile(c_desc, c_smem, left, pm * BM, pn * BN)
+                store_tile(c_desc, c_smem, right, pm * BM, pn * BN + BN // 2)
             else:
-                _store_tile(c_desc, c_smem, out, pm * BM, pn * BN)
+                store_tile(c_desc, c_smem, out, pm * BM, pn * BN)
         else:
             rows = pm * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, acc_layout))
             cols = pn * BN + gl.arange(0, BN, layout=gl.SliceLayout(0, acc_layout))
@@ -182,22 +190,20 @@ def _pingpong_consumer(c_desc, a_bufs, b_bufs, ready, empty, turn, c_bufs, M, N,
     # each one within a phase of the ring's barriers, which parity waits need.
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BN, 16])
-    tiles_m = gl.cdiv(M, BM)
-    tiles_n = gl.cdiv(N, BN)
-    k_steps = gl.cdiv(K, BK)
+    tiles_m, tiles_n, k_steps = tile_counts(M, N, K, BM, BN, BK)
     c_smem = c_bufs.index(WHICH)
     local = WHICH  # this tile's place in the producer's order
     for tile in range(gl.program_id(0) + WHICH * gl.num_programs(0), tiles_m * tiles_n,
                       2 * gl.num_programs(0)):
-        pm, pn = _tile_coords(tile, tiles_m, tiles_n, GROUP_M)
+        pm, pn = tile_coords(tile, tiles_m, tiles_n, GROUP_M)
         acc = gl.zeros((BM, BN), gl.float32, acc_layout)
         count = local * k_steps
         # Wait for the other warpgroup's main loop of the tile before this one (none for the
         # first: a fresh barrier passes a wait on parity 1).
         mbarrier.wait(turn.index(WHICH), ((local // 2) & 1) ^ (1 - WHICH))
-        acc, count = _tile_product(a_bufs, b_bufs, ready, empty, acc, count, k_steps, STAGES)
+        acc, count = tile_product(a_bufs, b_bufs, ready, empty, acc, count, k_steps, STAGES)
         mbarrier.arrive(turn.index(1 - WHICH))
-        _store_tile(c_desc, c_smem, acc.to(gl.bfloat16), pm * BM, pn * BN)
+        store_tile(c_desc, c_smem, acc.to(gl.bfloat16), pm * BM, pn * BN)
         local += 2
     tma.store_wait(0)
 
@@ -354,9 +360,10 @@ def _contenders(num_sms: int, with_cubepy: bool) -> dict:
     return contenders
 
 
-def time_on_gpu(shapes, rounds: int, with_cubepy: bool = False) -> list[dict]:
+def time_on_gpu(shapes, rounds: int, with_cubepy: bool = False,
+                contenders=None) -> list[dict]:
     """Check each contender against torch, then time it and cuBLAS in turns (median of
-    rounds)."""
+    rounds). contenders(num_sms) -> {name: run(a, b, c)}; by default this file's variants."""
     import torch
     from triton.testing import do_bench
 
@@ -367,7 +374,8 @@ def time_on_gpu(shapes, rounds: int, with_cubepy: bool = False) -> list[dict]:
         a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
         b = torch.randn((k, n), device="cuda", dtype=torch.bfloat16)
         ref = torch.matmul(a, b)
-        for name, run in _contenders(num_sms, with_cubepy).items():
+        chosen = contenders(num_sms) if contenders else _contenders(num_sms, with_cubepy)
+        for name, run in chosen.items():
             # NaN first: an output left unwritten cannot pass for another contender's result
             # that the allocator handed back
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
