@@ -368,3 +368,41 @@ def _collect(obj: Any, sources: list[str], seen: set[int], root_module: str | No
     for value in _referenced(fn):
         if _is_cube_object(value) or (follow_plain and isinstance(value, types.FunctionType)):
             _collect(value, sources, seen, module or root_module)
+
+
+def bound_key(bound: Mapping[str, Any], keyed: Mapping[str, Any], explicit: str | None,
+              settings: Any) -> tuple | None:
+    """What a tuning key depends on, cheap to build and hash: the fast path of repeated calls
+    (None for arguments it does not cover, which take the full path through make_key).
+
+    Example:
+        >>> bound_key({"n": 1000}, {"n": None}, None, "settings")
+        (None, 'settings', ('n', <class 'int'>, 1000))
+    """
+    parts: list[Any] = [explicit, settings]
+    for name, value in bound.items():
+        kind = type(value)
+        if kind in PLAIN_SCALARS:  # sizes and flags: first, as the commonest and cheapest
+            if name in keyed:
+                parts.append((name, kind, value))
+        elif kind is np.ndarray:
+            parts.append((name, value.dtype, value.shape, value.strides))
+        elif hasattr(value, "__cube_device_array__"):  # always contiguous
+            parts.append((name, type(value), str(value.dtype), tuple(value.shape)))
+        elif kind.__module__ == "torch" and hasattr(value, "stride"):
+            # CUDA tensors: without this every call would rebuild the full key (tens of
+            # microseconds, more than a skinny matmul's kernel time)
+            parts.append((name, value.dtype, tuple(value.shape), value.stride(),
+                          value.get_device()))
+        elif name in keyed:
+            if is_array(value):
+                return None
+            parts.append((name, type(value), value))
+        elif is_array(value):
+            return None
+    raw = tuple(parts)
+    try:
+        hash(raw)
+    except TypeError:
+        return None
+    return raw

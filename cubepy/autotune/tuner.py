@@ -39,9 +39,9 @@ from .bench import (
 from .clocks import timer_for
 from .config import Config, configs_checksum
 from .key import (
-    PLAIN_SCALARS,
     Bucket,
     TuneKey,
+    bound_key,
     fingerprint,
     is_array,
     make_key,
@@ -278,12 +278,36 @@ class Autotuner:
             _count(self.stats, "memory_hits")
         else:
             with self._lock:
-                chosen = self._memo.get(tune_key.id) or self._from_cache(tune_key) \
-                    or self._tune(tune_key, bound, run)
+                chosen = self._memo.get(tune_key.id)
+                cached = None if chosen is not None else self._from_cache(tune_key)
+                if cached is not None:
+                    ran, result = self._try_cached(tune_key, run, cached)
+                    if ran:
+                        self._memo[tune_key.id] = self.last_config = cached
+                        self._remember(repeat, tune_key, cached, "memory_hits")
+                        return result
+                chosen = chosen or self._tune(tune_key, bound, run)
                 self._memo[tune_key.id] = chosen
         self.last_config = chosen
         self._remember(repeat, tune_key, chosen, "memory_hits")
         return run(chosen)
+
+    def _try_cached(self, tune_key: TuneKey, run: Callable[[Config], Any],
+                    cached: Config) -> tuple[bool, Any]:
+        """(True, result) of the first run in this process of a winner read from disk, or
+        (False, None) if it failed: one that no longer builds or launches here (tuned under
+        another compiler version, or shipped for a device with more memory per cube) is stale
+        and is tuned again, with a warning, instead of failing the call. A ValueError or
+        TypeError is the call's own inputs at fault, not the winner: it is raised as it is."""
+        try:
+            return True, run(cached)
+        except (ValueError, TypeError):
+            raise
+        except Exception as error:  # noqa: BLE001 - any failure of a stale winner retunes
+            warnings.warn(f"autotune {self.name} ({tune_key.describe()}): the cached winner "
+                          f"{cached} failed here ({type(error).__name__}: {error}); tuning "
+                          "again", AutotuneWarning, stacklevel=4)
+            return False, None
 
     def _remember(self, repeat: tuple | None, tune_key: TuneKey, chosen: Config,
                   counter: str) -> None:
@@ -294,7 +318,7 @@ class Autotuner:
         self._repeats[repeat] = (tune_key, chosen, counter)
 
     def _key_of(self, bound: Mapping[str, Any], explicit: str | None) -> TuneKey:
-        raw = self._raw_key(bound, explicit)
+        raw = bound_key(bound, self.key, explicit, settings_module.settings())
         tune_key = self._keys.get(raw) if raw is not None else None
         if tune_key is None:
             tune_key = make_key(bound, self.key, resolve_target(bound, explicit))
@@ -303,37 +327,6 @@ class Autotuner:
                     self._keys.clear()
                 self._keys[raw] = tune_key
         return tune_key
-
-    def _raw_key(self, bound: Mapping[str, Any], explicit: str | None) -> tuple | None:
-        """What the key depends on, cheap to build and hash: the fast path of repeated calls
-        (None for arguments it does not cover, which take the full path)."""
-        parts: list[Any] = [explicit, settings_module.settings()]
-        for name, value in bound.items():
-            kind = type(value)
-            if kind in PLAIN_SCALARS:  # sizes and flags: first, as the commonest and cheapest
-                if name in self.key:
-                    parts.append((name, kind, value))
-            elif kind is np.ndarray:
-                parts.append((name, value.dtype, value.shape, value.strides))
-            elif hasattr(value, "__cube_device_array__"):  # always contiguous
-                parts.append((name, type(value), str(value.dtype), tuple(value.shape)))
-            elif kind.__module__ == "torch" and hasattr(value, "stride"):
-                # CUDA tensors: without this every call would rebuild the full key (tens of
-                # microseconds, more than a skinny matmul's kernel time)
-                parts.append((name, value.dtype, tuple(value.shape), value.stride(),
-                              value.get_device()))
-            elif name in self.key:
-                if is_array(value):
-                    return None
-                parts.append((name, type(value), value))
-            elif is_array(value):
-                return None
-        raw = tuple(parts)
-        try:
-            hash(raw)
-        except TypeError:
-            return None
-        return raw
 
     # ---- choosing ----
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from autotune_kernels import ADD_CONFIGS, add_inputs, add_kernel, make_add, run_add
 
 import cubepy as cube
-from cubepy.autotune import AutotuneCacheWarning, cache
+from cubepy.autotune import AutotuneCacheWarning, AutotuneWarning, cache
 
 HERE = Path(__file__).resolve().parent
 
@@ -151,3 +153,57 @@ def test_two_processes_tuning_at_once(cache_dir, tmp_path):
     sizes = sorted(e["key"]["sizes"]["n"] for e in doc["entries"].values())
     assert sizes == [1024, 4096, 16384]
     assert not list((cache_dir / "autotune").glob("*.tmp"))
+
+
+_UNBUILDABLE: set[int] = set()  # BLOCK sizes that "no longer build" (as after an upgrade)
+
+
+def _add_on_host(x, y, out, n, BLOCK=64):
+    if len(y) < n:
+        raise ValueError(f"y has {len(y)} elements, fewer than n={n}")
+    if BLOCK in _UNBUILDABLE:
+        raise RuntimeError(f"out of resources: BLOCK={BLOCK} needs more than this device has")
+    add_kernel[(cube.cdiv(n, BLOCK),)](x, y, out, n, BLOCK=BLOCK)
+
+
+def _tuned_add_on_host():
+    return cube.autotune(configs=ADD_CONFIGS, key=["n"])(_add_on_host)
+
+
+def _winner(cache_dir: Path) -> int:
+    (entry,) = json.loads(_only_file(cache_dir).read_text())["entries"].values()
+    return entry["best"]["BLOCK"]
+
+
+def test_cached_winner_that_no_longer_runs_is_tuned_again(cache_dir):
+    x, y, out = add_inputs(1000)
+    _tuned_add_on_host()(x, y, out, 1000)
+    stale = _winner(cache_dir)
+    _UNBUILDABLE.add(stale)
+    try:
+        fresh = _tuned_add_on_host()  # a new process's tuner: the winner comes from disk
+        out[:] = 0
+        with pytest.warns(AutotuneWarning) as caught:
+            fresh(x, y, out, 1000)
+        stale_warning, discarded = (w for w in caught if w.category is AutotuneWarning)
+        assert re.search(f"cached winner Config\\(BLOCK={stale}\\) failed here "
+                         r"\(RuntimeError: out of resources", str(stale_warning.message))
+        assert f"discarded Config(BLOCK={stale})" in str(discarded.message)
+        assert stale_warning.filename == discarded.filename == __file__  # the caller's line
+        np.testing.assert_array_equal(out, x + y)
+        assert fresh.stats.cache_hits == 1 and fresh.stats.tunings == 1
+        assert fresh.last_config != cube.Config(BLOCK=stale) and _winner(cache_dir) != stale
+        later = _tuned_add_on_host()  # the next process runs the new winner untuned
+        later(x, y, out, 1000)
+        assert later.stats.cache_hits == 1 and later.stats.tunings == 0
+    finally:
+        _UNBUILDABLE.clear()
+
+
+def test_cached_winner_failing_on_bad_inputs_is_not_tuned_again(cache_dir):
+    x, y, out = add_inputs(1000)
+    _tuned_add_on_host()(x, y, out, 1000)
+    fresh = _tuned_add_on_host()
+    with pytest.raises(ValueError, match="fewer than n=1000"):
+        fresh(x, y[:10], out, 1000)  # the same key: n decides it
+    assert fresh.stats.cache_hits == 1 and fresh.stats.tunings == 0
