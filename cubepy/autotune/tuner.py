@@ -297,8 +297,10 @@ class Autotuner:
         """(True, result) of the first run in this process of a winner read from disk, or
         (False, None) if it failed: one that no longer builds or launches here (tuned under
         another compiler version, or shipped for a device with more memory per cube) is stale
-        and is tuned again, with a warning, instead of failing the call. A ValueError or
-        TypeError is the call's own inputs at fault, not the winner: it is raised as it is."""
+        and is tuned again, with a warning, instead of failing the call. Build and launch
+        failures come before anything is written, so the tuning starts from the call's own
+        inputs. A ValueError or TypeError is the call's inputs at fault, not the winner: it
+        is raised as it is."""
         try:
             return True, run(cached)
         except (ValueError, TypeError):

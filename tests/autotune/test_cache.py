@@ -1,5 +1,6 @@
 """The on-disk cache: corrupt files and entries, other versions, edited config lists, shipped
-results, and processes that share the cache (one after the other, and at once)."""
+results, processes that share the cache (one after the other, and at once), and cached
+winners that no longer run where they are read."""
 
 from __future__ import annotations
 
