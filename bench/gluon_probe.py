@@ -316,27 +316,32 @@ def _type_string(desc) -> str:
     return f"tensordesc<bf16[{block}],{desc.layout!r}>"
 
 
-def compile_only() -> None:
-    """Compile every variant for sm_90 with no GPU; print each one's wgmma and setmaxnreg count."""
-    import torch
+def compile_sm90(kernel, params: dict, constexprs: dict, **options):
+    """Compile a Gluon kernel for sm_90 with no GPU. params: each run-time parameter's type
+    string, in the kernel's order; constexprs: the compile-time ones' values, after them."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
+    signature = {**params, **{key: "constexpr" for key in constexprs}}
+    index = {key: i for i, key in enumerate(signature)}
+    values = {(index[key],): value for key, value in constexprs.items()}
+    return triton.compile(GluonASTSource(kernel, signature, values),
+                          target=GPUTarget("cuda", 90, 32), options=options)
+
+
+def compile_only() -> None:
+    """Compile every variant for sm_90 with no GPU; print each one's wgmma and setmaxnreg count."""
+    import torch
+
     a = torch.empty((4096, 4096), dtype=torch.bfloat16)
     for name, variant in VARIANTS.items():
         descs = _descriptors(a, a, a, variant)
-        signature = {"a_desc": _type_string(descs[0]), "b_desc": _type_string(descs[1]),
-                     "c_desc": _type_string(descs[2]), "c_ptr": "*bf16",
-                     "M": "i32", "N": "i32", "K": "i32"}
-        constexprs = variant.constexprs()
-        for key in constexprs:
-            signature[key] = "constexpr"
-        index = {name: i for i, name in enumerate(signature)}
-        values = {(index[key],): value for key, value in constexprs.items()}
-        src = GluonASTSource(variant.kernel, signature, values)
-        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                                  options={"num_warps": variant.num_warps})
+        params = {"a_desc": _type_string(descs[0]), "b_desc": _type_string(descs[1]),
+                  "c_desc": _type_string(descs[2]), "c_ptr": "*bf16",
+                  "M": "i32", "N": "i32", "K": "i32"}
+        compiled = compile_sm90(variant.kernel, params, variant.constexprs(),
+                                num_warps=variant.num_warps)
         ptx = compiled.asm["ptx"]
         regs = re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", ptx)
         print(f"{name}: {ptx.count('wgmma.mma_async')} wgmma, setmaxnreg {regs}, "
@@ -368,13 +373,13 @@ def time_on_gpu(shapes, rounds: int, with_cubepy: bool = False,
     from triton.testing import do_bench
 
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
+    chosen = contenders(num_sms) if contenders else _contenders(num_sms, with_cubepy)
     results = []
     for m, n, k in shapes:
         torch.manual_seed(0)
         a = torch.randn((m, k), device="cuda", dtype=torch.bfloat16)
         b = torch.randn((k, n), device="cuda", dtype=torch.bfloat16)
         ref = torch.matmul(a, b)
-        chosen = contenders(num_sms) if contenders else _contenders(num_sms, with_cubepy)
         for name, run in chosen.items():
             # NaN first: an output left unwritten cannot pass for another contender's result
             # that the allocator handed back

@@ -31,7 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gluon_probe import store_tile, tile_coords, tile_counts, tile_product, time_on_gpu  # noqa: E402
+from gluon_probe import (  # noqa: E402
+    compile_sm90,
+    store_tile,
+    tile_coords,
+    tile_counts,
+    tile_product,
+    time_on_gpu,
+)
 from triton.experimental import gluon  # noqa: E402
 from triton.experimental.gluon import language as gl  # noqa: E402
 from triton.experimental.gluon.language.nvidia.hopper import (  # noqa: E402
@@ -236,22 +243,14 @@ def launch(a, b, c, variant: Variant, num_sms: int) -> None:
 def compile_only() -> None:
     """Build every variant for sm_90 with no GPU; show its multicast copies and cluster size."""
     import torch
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.experimental.gluon._runtime import GluonASTSource
 
     a = torch.empty((4096, 4096), dtype=torch.bfloat16)
     for name, variant in VARIANTS.items():
         descs = descriptors(a, a, a, variant)
-        signature = {"a_desc": descs[0].__mangle__(), "b_desc": descs[1].__mangle__(),
-                     "c_desc": descs[2].__mangle__(), "M": "i32", "N": "i32", "K": "i32"}
-        constexprs = variant.constexprs()
-        signature.update({key: "constexpr" for key in constexprs})
-        index = {key: i for i, key in enumerate(signature)}
-        values = {(index[key],): value for key, value in constexprs.items()}
-        compiled = triton.compile(GluonASTSource(matmul_multicast, signature, values),
-                                  target=GPUTarget("cuda", 90, 32),
-                                  options={"num_warps": 8, "num_ctas": 2})
+        params = {"a_desc": descs[0].__mangle__(), "b_desc": descs[1].__mangle__(),
+                  "c_desc": descs[2].__mangle__(), "M": "i32", "N": "i32", "K": "i32"}
+        compiled = compile_sm90(matmul_multicast, params, variant.constexprs(), num_warps=8,
+                                num_ctas=2)
         ptx = compiled.asm["ptx"]
         cluster = re.findall(r"reqnctapercluster (\d+)", ptx)
         print(f"{name}: {ptx.count('wgmma.mma_async')} wgmma, "
