@@ -35,7 +35,7 @@ def check_user_error(
     column, source text and a caret, names every keyword and gives a hint."""
     msg = str(err)
     candidates = _lines_of(fn, needles if isinstance(needles, (list, tuple)) else [needles])
-    fname = re.escape(os.path.basename(__file__))
+    fname = re.escape(os.path.basename(inspect.getsourcefile(fn)))
     hits = [(n, text) for n, text in candidates if re.search(rf"{fname}:{n}:\d+", msg)]
     assert hits, f"expected {fname}:<one of {[n for n, _ in candidates]}>:col in:\n{msg}"
     code = hits[0][1].split("#")[0].strip()

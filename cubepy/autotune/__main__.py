@@ -24,17 +24,33 @@ from . import cache
 from .config import Config
 
 
-def _describe_key(key: dict[str, Any]) -> str:
-    parts = [f"{name}={value}" for name, value in key.get("sizes", {}).items()]
-    parts += [f"{name}:{layout}" for name, layout in key.get("arrays", {}).items()]
+def _describe_key(key: Any) -> str:
+    parts = [f"{name}={value}" for name, value in _mapping(key, "sizes").items()]
+    parts += [f"{name}:{layout}" for name, layout in _mapping(key, "arrays").items()]
     return ", ".join(parts) or "(no key)"
+
+
+def _mapping(data: Any, field: str) -> dict[str, Any]:
+    """``data[field]`` where both are dicts, else empty: a hand-edited or damaged file is shown
+    as far as it goes instead of stopping ``show`` with a traceback."""
+    value = data.get(field) if isinstance(data, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 def _config(data: Any) -> str:
     try:
         return repr(Config.from_json(data))
-    except TypeError:
+    except (TypeError, ValueError):
         return repr(data)
+
+
+def _timing_line(timing: Any) -> str:
+    if not isinstance(timing, dict):
+        return f"    (corrupt timing {timing!r})"
+    median = timing.get("median_s")
+    time_text = f"{median * 1e3:.4g} ms" if isinstance(median, (int, float)) else "-"
+    return (f"    #{timing.get('index')} {_config(timing.get('config'))}  "
+            f"{timing.get('status')}  {time_text}  {timing.get('detail') or ''}")
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -62,21 +78,23 @@ def _show(args: argparse.Namespace) -> int:
             if not isinstance(entry, dict):
                 print("  (corrupt entry)")
                 continue
-            print(f"  key {_describe_key(entry.get('key', {}))}: best "
+            print(f"  key {_describe_key(entry.get('key'))}: best "
                   f"{_config(entry.get('best'))}  (cubepy {entry.get('cubepy')}, tuned "
                   f"{entry.get('tuned_at')} in {entry.get('tuning_s')} s)")
-            for timing in entry.get("timings", []):
-                median = timing.get("median_s")
-                time_text = f"{median * 1e3:.4g} ms" if median is not None else "-"
-                print(f"    #{timing.get('index')} {_config(timing.get('config'))}  "
-                      f"{timing.get('status')}  {time_text}  {timing.get('detail') or ''}")
+            timings = entry.get("timings")
+            for timing in timings if isinstance(timings, list) else []:
+                print(_timing_line(timing))
     if not shown:
         print(f"no matching entries in {folder}")
     return 0
 
 
 def _clear(args: argparse.Namespace) -> int:
-    removed = cache.clear(cache.user_dir(), args.kernel, args.device)
+    try:
+        removed = cache.clear(cache.user_dir(), args.kernel, args.device)
+    except OSError as err:
+        print(f"error: cannot clear {cache.user_dir()}: {err}", file=sys.stderr)
+        return 1
     for path in removed:
         print(f"removed {path}")
     print(f"{len(removed)} files removed from {cache.user_dir()}")
@@ -90,9 +108,16 @@ def _export(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # --out is a file, or a folder this user cannot write
+        print(f"error: cannot write to {out or cache.SHIPPED_DIR}: {err}", file=sys.stderr)
+        return 1
     if not written:
-        print(f"error: no cached entries for device {args.device!r} in {cache.user_dir()}",
-              file=sys.stderr)
+        devices = sorted({d["device"] for _, d in cache.cache_files(cache.user_dir()) if d})
+        known = (f"; its devices: {', '.join(repr(d) for d in devices)}" if devices
+                 else " (it is empty: tune on the device first)")
+        print(f"error: no cached entries for device {args.device!r}"
+              f"{f' and kernel {args.kernel!r}' if args.kernel else ''} in "
+              f"{cache.user_dir()}{known}", file=sys.stderr)
         return 1
     for path in written:
         print(f"wrote {path}")

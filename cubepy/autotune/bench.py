@@ -139,9 +139,18 @@ def compare(reference: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) 
         if count:
             with np.errstate(invalid="ignore"):
                 diff = np.abs(ref[bad].astype(np.float64) - out[bad].astype(np.float64))
-            return (f"'{name}': {count} of {ref.size} elements differ "
-                    f"(max abs diff {float(np.nanmax(diff)) if diff.size else 0:.3g})")
+            return f"'{name}': {count} of {ref.size} elements differ ({_worst(diff)})"
     return None
+
+
+def _worst(diff: np.ndarray) -> str:
+    """The largest finite difference, and how many are NaN or infinite (where one side is:
+    np.nanmax of those alone warned "All-NaN slice" at the user)."""
+    finite = diff[np.isfinite(diff)]
+    parts = [f"max abs diff {float(finite.max()):.3g}"] if finite.size else []
+    if finite.size < diff.size:
+        parts.append(f"{diff.size - finite.size} NaN or infinite")
+    return ", ".join(parts)
 
 
 def _compare_torch(name: str, ref: Any, out: Any) -> str | None:

@@ -34,6 +34,7 @@ from typing import Any
 
 from .. import config
 from .config import Config
+from .misuse import user_stacklevel
 
 try:
     import fcntl
@@ -57,7 +58,8 @@ _warned: set[str] = set()
 def _warn(message: str) -> None:
     if message not in _warned:  # once per process: a retune rewrites the entry anyway
         _warned.add(message)
-        warnings.warn(message, AutotuneCacheWarning, stacklevel=4)
+        # at the user's call: a fixed depth named the tuner's lines, differently per path
+        warnings.warn(message, AutotuneCacheWarning, stacklevel=user_stacklevel())
 
 
 def version() -> str:
@@ -181,7 +183,12 @@ def locked(path: Path) -> Iterator[None]:
 
 
 def write_atomic(path: Path, doc: dict[str, Any]) -> None:
-    """Write ``doc`` as JSON through a temp file in the same folder and ``os.replace``."""
+    """Write ``doc`` as JSON through a temp file in the same folder and ``os.replace``; the
+    file keeps its permissions (a new one gets those of any new file: 0o666 less the umask)."""
+    try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        mode = _new_file_mode()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as handle:
@@ -189,11 +196,27 @@ def write_atomic(path: Path, doc: dict[str, Any]) -> None:
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())
+        # mkstemp makes the file 0o600: exported to autotune_cache/, shipped files could be
+        # read by their owner only, and by no other user of an installed cubepy
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _new_file_mode() -> int:
+    """0o666 less the process umask, read from /proc where there is one (``os.umask`` reads
+    it only by setting it, which races with other threads creating files), else 0o644."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o644
 
 
 def merge_entries(path: Path, header: dict[str, str], entries: dict[str, Any]) -> None:

@@ -25,18 +25,26 @@ class Config:
     ``num_warps`` and ``num_stages`` are Triton launch options (ignored by the other targets);
     every other keyword names a comptime parameter of the kernel, or a keyword parameter of
     an autotuned host function. Values should be JSON data (ints, floats, bools, strings) so
-    that results can be cached on disk.
+    that results can be cached on disk. Triton's spelling, a dict first, works too.
 
     Example:
         >>> Config(BLOCK=256, num_warps=4).kwargs
         {'BLOCK': 256}
+        >>> Config({"BLOCK": 256}, num_warps=4) == Config(BLOCK=256, num_warps=4)
+        True
     """
 
     __slots__ = ("kwargs", "num_warps", "num_stages")
 
-    def __init__(self, num_warps: int | None = None, num_stages: int | None = None,
+    def __init__(self, values: Mapping[str, Any] | None = None, /, *,
+                 num_warps: int | None = None, num_stages: int | None = None,
                  **kwargs: Any) -> None:
-        self.kwargs: dict[str, Any] = dict(kwargs)
+        # A Triton port writes triton.Config({"BLOCK": 256}, num_warps=4); taken positionally
+        # as num_warps, that dict left BLOCK unset and the config a silent no-op.
+        if values is not None and not isinstance(values, Mapping):
+            raise TypeError(f"cube.Config({values!r}): pass the values by name, "
+                            "e.g. cube.Config(BLOCK=256, num_warps=4)")
+        self.kwargs: dict[str, Any] = {**(values or {}), **kwargs}
         self.num_warps = num_warps
         self.num_stages = num_stages
 

@@ -20,6 +20,7 @@ import inspect
 import io
 import json
 import platform
+import re
 import textwrap
 import tokenize
 import types
@@ -30,12 +31,14 @@ from typing import Any
 import numpy as np
 
 from .. import config
+from ..errors import LaunchError
 from ..lang.builtins import Func
 from ..runtime.args import classify, target_for
 from ..runtime.jit import Kernel
 from ..runtime.targets import get_backend
 
 Bucket = Callable[[int], int]
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")  # in reprs like <Plan object at 0x7f...>
 
 
 def pow2_anchor(n: int) -> int:
@@ -243,6 +246,14 @@ def _key_value(value: Any, bucket: Bucket | None) -> Any:
 def make_key(bound: Mapping[str, Any], key: Mapping[str, Bucket | None], target: str) -> TuneKey:
     """The ``TuneKey`` of a call whose arguments are ``bound`` (name → value)."""
     sizes = tuple((name, _key_value(bound.get(name), bucket)) for name, bucket in key.items())
+    for name, value in sizes:
+        keyed = bound.get(name)
+        if isinstance(value, str) and _ADDRESS.search(value) and not isinstance(keyed, str):
+            # an object keyed by its default repr, its address: every call was tuned anew
+            raise LaunchError(f"key '{name}' is {value}, whose repr differs for every object, "
+                              "so every call would be tuned again",
+                              "key on the values that select a result, passed as parameters "
+                              f"of their own (e.g. {name}.n as n, with key=['n'])")
     arrays = tuple((name, dtype_name(value, name), layout_class(value))
                    for name, value in bound.items() if is_array(value))
     return TuneKey(sizes, arrays, target, device_name(target))

@@ -27,7 +27,7 @@ from ..backends.base import TargetInfo
 from ..errors import CubeError, LaunchError
 from ..runtime.jit import OPTIONS, Kernel
 from ..runtime.targets import cuda_available, target_info
-from . import cache
+from . import cache, misuse
 from .bench import (
     Outcome,
     Progress,
@@ -45,7 +45,6 @@ from .key import (
     fingerprint,
     is_array,
     make_key,
-    pow2_anchor,
     repeat_key,
     resolve_target,
 )
@@ -119,14 +118,17 @@ class Autotuner:
                  prune: Callable[[list[Config], TuneContext], Sequence[Config]] | None = None,
                  default: Callable[[TuneContext], Config] | None = None, warmup: int = 1,
                  rep: int = 10, drop_ratio: float = 1.5, max_seconds: float = 1.0) -> None:
+        misuse.check_decorated(fn)
         self.fn = fn
         self.is_kernel = isinstance(fn, Kernel)
         inner = fn.fn if self.is_kernel else fn
         self.signature = fn.signature if self.is_kernel else inspect.signature(fn)
-        self.name = f"{inner.__module__}.{inner.__qualname__}"
-        self.configs = list(configs)
-        self.key: dict[str, Bucket | None] = (dict(key) if isinstance(key, Mapping)
-                                              else {name: pow2_anchor for name in key})
+        self.name = f"{inner.__module__}.{getattr(inner, '__qualname__', repr(inner))}"
+        self.configs = misuse.checked_configs(self.name, configs)
+        self.key = misuse.checked_key(self.name, key)
+        misuse.check_options(self.name, warmup=warmup, rep=rep, drop_ratio=drop_ratio,
+                             max_seconds=max_seconds)
+        misuse.check_names(self.name, fn, self.signature, self.configs, self.key)
         self.prune, self.default = prune, default
         self.warmup, self.rep, self.drop_ratio = warmup, rep, drop_ratio
         self.max_seconds = max_seconds
@@ -139,7 +141,6 @@ class Autotuner:
         self._defaults: dict[str, Config] = {}
         self._repeats: dict[tuple, tuple[TuneKey, Config, str]] = {}
         self._lock = threading.RLock()
-        self._validate()
         self._tuned_names = frozenset(name for c in self.configs for name in c.launch_kwargs())
         self._launch_kwargs = {id(c): c.launch_kwargs() for c in self.configs}
         self._positional = self._positional_names()
@@ -170,26 +171,6 @@ class Autotuner:
     def __repr__(self) -> str:
         return f"<cube.autotune {self.name}: {len(self.configs)} configs>"
 
-    def _validate(self) -> None:
-        if not self.configs or not all(isinstance(c, Config) for c in self.configs):
-            raise CubeError(f"autotune {self.name}: configs must be a non-empty list of "
-                            "cube.Config")
-        params = self.signature.parameters
-        open_kwargs = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        tuned = {name for c in self.configs
-                 for name in (c.kwargs if self.is_kernel else c.launch_kwargs())}
-        for name in sorted(tuned):
-            allowed = (name in self.fn.comptime) if self.is_kernel else \
-                (name in params or open_kwargs)
-            if not allowed:
-                what = "comptime parameter" if self.is_kernel else "parameter"
-                raise CubeError(f"autotune {self.name}: config names '{name}', which is not a "
-                                f"{what} of {self.fn.__name__}")
-        for name in self.key:
-            if name not in params or name in tuned:
-                raise CubeError(f"autotune {self.name}: key '{name}' must name a parameter "
-                                f"that the configs do not set; parameters: {', '.join(params)}")
-
     @functools.cached_property
     def fingerprint(self) -> str:
         """A digest of the source of the code tuned (see ``key.fingerprint``)."""
@@ -199,20 +180,35 @@ class Autotuner:
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         if not self.is_kernel:
-            raise CubeError(f"{self.name} is an autotuned host function: call it, without a grid")
+            raise misuse.grid_on_function(self.name, self.fn, self.signature)
 
         def launch(*args: Any, **kwargs: Any) -> None:
             def run(cfg: Config) -> None:
-                self.fn[grid](*args, **kwargs, **self._config_kwargs(cfg))
-            self._call(run, args, kwargs)
+                try:
+                    self.fn[grid](*args, **kwargs, **self._config_kwargs(cfg))
+                except LaunchError as err:  # it points at the line above: point at the call's
+                    raise misuse.at_user(err) from None
+            self._located(run, args, kwargs)
         return launch
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.is_kernel:
-            raise CubeError(f"launch {self.fn.__name__} with a grid: "
-                            f"{self.fn.__name__}[(cubes,)](...)")
-        return self._call(lambda cfg: self.fn(*args, **kwargs, **self._config_kwargs(cfg)),
-                          args, kwargs)
+            raise misuse.call_error(f"{self.fn.__name__} is a kernel, called without a grid",
+                                    f"launch it as {self.fn.__name__}[(cubes,)](...)")
+        return self._located(lambda cfg: self.fn(*args, **kwargs, **self._config_kwargs(cfg)),
+                             args, kwargs)
+
+    def _located(self, run: Callable[[Config], Any], args: tuple,
+                 kwargs: dict[str, Any]) -> Any:
+        """``_call``, with a LaunchError of the call (a missing argument, an unknown target)
+        pointing at the user's line instead of nowhere."""
+        try:
+            return self._call(run, args, kwargs)
+        except LaunchError as err:
+            located = misuse.at_user(err)
+            if located is err:
+                raise
+            raise located from None
 
     def _config_kwargs(self, cfg: Config) -> dict[str, Any]:
         known = self._launch_kwargs.get(id(cfg))
@@ -232,8 +228,16 @@ class Autotuner:
             bound = self.signature.bind_partial(
                 *args, **{k: v for k, v in kwargs.items() if k not in options})
         except TypeError as err:
-            raise LaunchError(f"{self.name}(): {err}") from None
+            raise misuse.binding_error(self.fn, self.signature, tuned, str(err)) from None
         bound.apply_defaults()
+        # bind_partial lets the tuned parameters out, and so any other missing one, which
+        # every candidate then failed on in turn
+        missing = [name for name, p in self.signature.parameters.items()
+                   if name not in bound.arguments and name not in tuned
+                   and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if missing:
+            raise misuse.binding_error(self.fn, self.signature, tuned, "missing "
+                                       f"{', '.join(repr(name) for name in missing)}")
         return {k: v for k, v in bound.arguments.items() if k not in tuned}
 
     def _bind_fast(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any] | None:
@@ -308,7 +312,7 @@ class Autotuner:
         except Exception as error:  # noqa: BLE001 - any failure of a stale winner retunes
             warnings.warn(f"autotune {self.name} ({tune_key.describe()}): the cached winner "
                           f"{cached} failed here ({type(error).__name__}: {error}); tuning "
-                          "again", AutotuneWarning, stacklevel=4)
+                          "again", AutotuneWarning, stacklevel=misuse.user_stacklevel())
             return False, None
 
     def _remember(self, repeat: tuple | None, tune_key: TuneKey, chosen: Config,
@@ -339,27 +343,33 @@ class Autotuner:
     def _candidates(self, ctx: TuneContext) -> list[tuple[int, Config]]:
         if self.prune is None:
             return list(enumerate(self.configs))
-        kept = list(self.prune(list(self.configs), ctx))
+        where = f"{', '.join(f'{k}={v}' for k, v in ctx.key.items())} on {ctx.target}"
+        kept = misuse.checked_prune(self.name, self.prune, self.prune(list(self.configs), ctx),
+                                    where)
         indexed = []
         for cfg in kept:
             index = next((i for i, c in enumerate(self.configs) if c is cfg), None)
             if index is None:
                 index = next((i for i, c in enumerate(self.configs) if c == cfg), None)
             if index is None:
-                raise CubeError(f"autotune {self.name}: prune returned {cfg}, which is not in "
-                                "the config list")
+                raise misuse.hook_error(self.name, self.prune, f"prune returned {cfg}, which is "
+                                        "not in configs=", "return configs from the list it is "
+                                        "given, or add this one to configs=")
             indexed.append((index, self.configs[index]))
-        if not indexed:
-            raise CubeError(f"autotune {self.name}: prune dropped every config for "
-                            f"{ctx.target} ({', '.join(f'{k}={v}' for k, v in ctx.key.items())})")
         return indexed
 
     def _default(self, ctx: TuneContext) -> Config:
         if self.default is not None:
             chosen = self.default(ctx)
             if not isinstance(chosen, Config):
-                raise CubeError(f"autotune {self.name}: default= returned {chosen!r}, "
-                                "not a cube.Config")
+                raise misuse.hook_error(self.name, self.default, f"default returned {chosen!r}, "
+                                        "not a cube.Config", "return one of the configs, e.g. "
+                                        f"{self.configs[0]}")
+            bad = misuse.unknown_setting(self.fn, self.signature, chosen)
+            if bad is not None:  # it would fail at launch, pointing at cubepy's own line
+                raise misuse.hook_error(self.name, self.default, f"default returned {chosen}, "
+                                        f"which sets '{bad}': {self.fn.__name__} takes no such "
+                                        "parameter", misuse.names_hint(self.fn, bad))
             return chosen
         return self._candidates(ctx)[0][1]
 
@@ -403,10 +413,13 @@ class Autotuner:
                              parallel_warmup=tune_key.target == "triton" and cuda_available())
         snapshot.restore()
         _count(self.stats, "tunings")
-        self._report(tune_key, outcomes)
         ok = [o for o in outcomes if o.status == "ok"]
+        errors = [o.error for o in outcomes if o.error is not None]
+        if not ok and len({(type(e), str(e)) for e in errors}) == 1:
+            raise misuse.trimmed(errors[0])  # every config failed alike: the call is at fault
+        self._report(tune_key, outcomes)
         if not ok:
-            raise next(o.error for o in outcomes if o.error is not None)
+            raise misuse.trimmed(errors[0])
         best = min(ok, key=lambda o: o.median)
         progress.finish(describe_best(outcomes) or str(best.config))
         self._store(tune_key, candidates, outcomes, best, time.perf_counter() - started)
@@ -418,7 +431,7 @@ class Autotuner:
                 _count(self.stats, "rejected" if outcome.status == "wrong" else "failed")
                 warnings.warn(f"autotune {self.name} ({tune_key.describe()}): discarded "
                               f"{outcome.config}: {outcome.detail}", AutotuneWarning,
-                              stacklevel=5)
+                              stacklevel=misuse.user_stacklevel())
 
     def _store(self, tune_key: TuneKey, candidates: list[tuple[int, Config]],
                outcomes: list[Outcome], best: Outcome, seconds: float) -> None:
@@ -480,6 +493,9 @@ def autotune(configs: Sequence[Config], key: Sequence[str] | Mapping[str, Bucket
         >>> add[lambda meta: (cube.cdiv(n, meta["BLOCK"]),)](x, y, out, n)  # doctest: +SKIP
     """
     def wrap(fn: Kernel | Callable[..., Any]) -> Autotuner:
-        return Autotuner(fn, configs, key, prune=prune, default=default, warmup=warmup, rep=rep,
-                         drop_ratio=drop_ratio, max_seconds=max_seconds)
+        try:
+            return Autotuner(fn, configs, key, prune=prune, default=default, warmup=warmup,
+                             rep=rep, drop_ratio=drop_ratio, max_seconds=max_seconds)
+        except CubeError as err:  # its message shows the user's line: cubepy's frames are noise
+            raise err.with_traceback(None) from None
     return wrap

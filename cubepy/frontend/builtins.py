@@ -7,11 +7,22 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..ir import Op, Value
+import numpy as np
+
+from ..ir import Op, Type, Value
 from ..ir import dtypes as dt
 from ..ir.rules import RuleError, broadcast_shapes, dot_dtype
 from ..lang import builtins as B
-from .semantics import binary, common_dtype, is_value, materialize, math, to_bool, unify
+from .semantics import (
+    binary,
+    common_dtype,
+    is_value,
+    materialize,
+    math,
+    plain_int,
+    to_bool,
+    unify,
+)
 
 Lowering = Callable[..., Any]
 LOWERINGS: dict[str, Lowering] = {}
@@ -44,8 +55,11 @@ def call_builtin(ctx: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -
 
 
 def _axis(value: Any) -> int:
-    if not isinstance(value, int):
-        raise RuleError(f"axis must be a compile-time int, got {value!r}")
+    value = plain_int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        what = "a run-time value" if is_value(value) else repr(value)
+        raise RuleError(f"axis must be a compile-time int, got {what}",
+                        "pass a literal such as axis=0, or a cube.Comptime[int] parameter")
     return value
 
 
@@ -53,13 +67,25 @@ def _dtype(value: Any) -> dt.DType:
     if isinstance(value, dt.DType):
         return value
     if isinstance(value, str):
-        return dt.from_name(value)
-    raise RuleError(f"expected a dtype such as cube.float32, got {value!r}")
+        try:
+            return dt.from_name(value)
+        except TypeError as err:
+            raise RuleError(str(err), "write a dtype such as cube.float32") from None
+    name = "cube.float32"
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        try:  # a NumPy dtype: say which cube dtype it is
+            name = f"cube.{dt.from_numpy(value).name}"
+        except TypeError:
+            pass
+    raise RuleError(f"expected a cube dtype, got {value!r}", f"write {name}")
 
 
 def _shape(value: Any) -> tuple[int, ...]:
+    value = plain_int(value)
     if isinstance(value, int):
         value = (value,)
+    if isinstance(value, (tuple, list)):
+        value = [plain_int(d) for d in value]
     if not isinstance(value, (tuple, list)) or not all(isinstance(d, int) for d in value):
         raise RuleError(f"a tile shape must be a tuple of compile-time ints, got {value!r}",
                         "use comptime parameters (cube.Comptime[int]) for tile sizes")
@@ -70,7 +96,8 @@ def _shape(value: Any) -> tuple[int, ...]:
 def _cube_pos(ctx: Any, axis: Any) -> Value:
     axis = _axis(axis)
     if axis not in (0, 1, 2):
-        raise RuleError(f"grid axis {axis} does not exist; the grid has axes 0, 1, 2")
+        raise RuleError(f"grid axis {axis} does not exist; the grid has axes 0, 1, 2",
+                        "write cube.cube_pos(0), (1) or (2)")
     return ctx.b.emit(Op.CUBE_POS, axis=axis)
 
 
@@ -78,12 +105,14 @@ def _cube_pos(ctx: Any, axis: Any) -> Value:
 def _cube_count(ctx: Any, axis: Any) -> Value:
     axis = _axis(axis)
     if axis not in (0, 1, 2):
-        raise RuleError(f"grid axis {axis} does not exist; the grid has axes 0, 1, 2")
+        raise RuleError(f"grid axis {axis} does not exist; the grid has axes 0, 1, 2",
+                        "write cube.cube_count(0), (1) or (2)")
     return ctx.b.emit(Op.CUBE_COUNT, axis=axis)
 
 
 @lowering("arange")
 def _arange(ctx: Any, start: Any, end: Any) -> Value:
+    start, end = plain_int(start), plain_int(end)
     if not isinstance(start, int) or not isinstance(end, int):
         raise RuleError("cube.arange() bounds must be compile-time ints",
                         "make the size a cube.Comptime[int] parameter and add a run-time "
@@ -100,7 +129,8 @@ def _zeros(ctx: Any, shape: Any, dtype: Any) -> Value:
 def _full(ctx: Any, shape: Any, value: Any, dtype: Any) -> Value:
     scalar = materialize(ctx.b, value, _dtype(dtype))
     if scalar.type.shape:
-        raise RuleError("cube.full() needs a scalar fill value")
+        raise RuleError("cube.full() needs a scalar fill value",
+                        "to give a tile another shape, use cube.broadcast_to(x, shape)")
     return ctx.b.emit(Op.FULL, scalar, shape=_shape(shape))
 
 
@@ -126,17 +156,28 @@ def _pointer(value: Any, what: str) -> Value:
 
 
 def _stored(ctx: Any, ptr: Value, value: Any) -> Value:
-    shape = ptr.type.shape
+    shape, dtype = ptr.type.shape, ptr.type.dtype
     if is_value(value):
-        if value.type.dtype != ptr.type.dtype:
-            dtype = ptr.type.dtype
+        if value.type.dtype != dtype:
             if value.type.dtype.is_float and not dtype.is_float:
                 raise RuleError(
-                    f"storing {value.type.dtype.name} values into a {dtype.name} array",
+                    f"storing {value.type.dtype.name} values into {article(dtype.name)} array",
                     f"convert explicitly: `value.to(cube.{dtype.name})`")
             value = ctx.b.cast(value, dtype)
+        if value.type.shape and not shape:
+            raise RuleError(f"storing a tile of shape {value.type.shape} through a single "
+                            "pointer", "add the offsets to the array: `out + offs`, with "
+                            f"offs a tile of shape {value.type.shape}")
         return ctx.b.broadcast(value, shape) if value.type.shape else value
-    return materialize(ctx.b, value, ptr.type.dtype)
+    if isinstance(value, float) and not dtype.is_float and not value.is_integer():
+        raise RuleError(f"writing the float {value!r} into {article(dtype.name)} array would "
+                        "truncate it", f"write an integer, e.g. {int(value)}")
+    return materialize(ctx.b, value, dtype)
+
+
+def article(word: str) -> str:
+    """``word`` with its indefinite article: "an int32", "a float32"."""
+    return ("an " if word[0] in "aeiou" else "a ") + word
 
 
 def store_operands(ctx: Any, pointer: Any, value: Any, mask: Any) -> list[Value]:
@@ -236,18 +277,32 @@ def _cast(ctx: Any, x: Any, dtype: Any) -> Value:
 
 def _tile(x: Any, what: str) -> Value:
     if not is_value(x) or not x.type.shape:
-        raise RuleError(f"cube.{what}() needs a tile, got {x!r}")
+        got = f"a {x.type.dtype.name} scalar" if is_value(x) else repr(x)
+        raise RuleError(f"cube.{what}() needs a tile, got {got}",
+                        "build tiles with cube.arange(), cube.load(ptr + offsets) or "
+                        "cube.full()")
     return x
 
 
 @lowering("reshape")
 def _reshape(ctx: Any, x: Any, shape: Any) -> Value:
-    return ctx.b.emit(Op.RESHAPE, _tile(x, "reshape"), shape=_shape(shape))
+    x, shape = _tile(x, "reshape"), _shape(shape)
+    if Type(x.type.dtype, shape).numel != x.type.numel:
+        raise RuleError(f"cannot reshape a tile of shape {x.type.shape} ({x.type.numel} "
+                        f"elements) to {shape}", "the new shape must have as many elements; "
+                        "use cube.broadcast_to() or cube.sum() to change the element count")
+    return ctx.b.emit(Op.RESHAPE, x, shape=shape)
 
 
 @lowering("permute")
 def _permute(ctx: Any, x: Any, dims: Any) -> Value:
-    return ctx.b.emit(Op.PERMUTE, _tile(x, "permute"), dims=_shape(dims))
+    x, dims = _tile(x, "permute"), _shape(dims)
+    rank = len(x.type.shape)
+    if sorted(dims) != list(range(rank)):
+        raise RuleError(f"permute dims {dims} are not a permutation of the {rank} axes of "
+                        f"{x.type.shape}", f"list each axis once, e.g. "
+                        f"{tuple(reversed(range(rank)))}")
+    return ctx.b.emit(Op.PERMUTE, x, dims=dims)
 
 
 @lowering("trans")
@@ -261,7 +316,12 @@ def _trans(ctx: Any, x: Any) -> Value:
 
 @lowering("expand_dims")
 def _expand_dims(ctx: Any, x: Any, axis: Any) -> Value:
-    return ctx.b.emit(Op.EXPAND_DIMS, materialize(ctx.b, x), axis=_axis(axis))
+    x, axis = materialize(ctx.b, x), _axis(axis)
+    rank = len(x.type.shape)
+    if not -rank - 1 <= axis <= rank:
+        raise RuleError(f"expand_dims axis {axis} is out of range for shape {x.type.shape}",
+                        f"use an axis from {-rank - 1} to {rank}")
+    return ctx.b.emit(Op.EXPAND_DIMS, x, axis=axis)
 
 
 @lowering("broadcast_to")
@@ -283,7 +343,8 @@ def _reduce_axes(ctx: Any, x: Any, axis: Any, what: str) -> tuple[Value, int]:
     axis = _axis(axis)
     rank = len(x.type.shape)
     if not -rank <= axis < rank:
-        raise RuleError(f"axis {axis} is out of range for a tile of shape {x.type.shape}")
+        raise RuleError(f"axis {axis} is out of range for a tile of shape {x.type.shape}",
+                        f"use an axis from {-rank} to {rank - 1}, or axis=None for all")
     return x, axis % rank
 
 
@@ -317,7 +378,14 @@ def _cumsum(ctx: Any, x: Any, axis: Any) -> Value:
 def _dot(ctx: Any, a: Any, b: Any, acc: Any) -> Value:
     a, b = _tile(a, "dot"), _tile(b, "dot")
     if len(a.type.shape) != 2 or len(b.type.shape) != 2:
-        raise RuleError(f"cube.dot() needs 2-D tiles, got {a.type.shape} and {b.type.shape}")
+        raise RuleError(f"cube.dot() needs 2-D tiles, got {a.type.shape} and {b.type.shape}",
+                        "make them 2-D: `a[None, :]` for a row, `b[:, None]` for a column; "
+                        "for an elementwise product and sum write cube.sum(a * b, axis=0)")
+    if a.type.shape[1] != b.type.shape[0]:
+        raise RuleError(f"cube.dot() of {a.type.shape} and {b.type.shape}: the inner "
+                        "dimensions differ", "a's columns must match b's rows; did you mean "
+                        "cube.dot(a, cube.trans(b))?" if a.type.shape[1] == b.type.shape[1]
+                        else "a (M, K) tile times a (K, N) tile")
     shape = (a.type.shape[0], b.type.shape[1])
     if acc is None:
         if a.type.dtype != b.type.dtype:

@@ -11,9 +11,10 @@ import ast
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from ..ir import Block, Op, Type, Value
+from ..ir import Block, Op, Type, Value, walk
 from ..ir import dtypes as dt
-from .semantics import common_dtype, is_value, materialize, to_bool
+from ..ir.rules import broadcast_shapes
+from .semantics import common_dtype, is_literal, is_value, materialize, to_bool
 
 if TYPE_CHECKING:
     from .visitor import FunctionBuilder
@@ -78,7 +79,7 @@ def build_if(fb: FunctionBuilder, node: ast.If, cond: Value) -> None:
     names, types = [], []
     for name in assigned_names(node.body + node.orelse):
         if name not in then_env or name not in else_env:
-            fb.loop_locals[name] = node.lineno
+            fb.loop_locals.setdefault(name, (fb.source.loc(node).line, False))
             continue
         a, b = then_env[name], else_env[name]
         if not is_value(a) and not is_value(b) and type(a) is type(b) and a == b:
@@ -94,6 +95,57 @@ def build_if(fb: FunctionBuilder, node: ast.If, cond: Value) -> None:
     op = fb.b.create(Op.IF, [cond], result_types=types, regions=blocks)
     for name, result in zip(names, op.results):
         fb.env[name] = result
+
+
+# Ops that must not run in the branch not taken: memory accesses (the address may be out of
+# bounds there) and prints.
+_GUARDED = frozenset({Op.LOAD, Op.BLOCK_LOAD, Op.STORE, Op.BLOCK_STORE, Op.ATOMIC,
+                      Op.ATOMIC_CAS, Op.PRINT})
+
+
+def _guarded(block: Block) -> bool:
+    for op in walk(block):
+        if op.op in _GUARDED or (op.op is Op.CALL and _guarded(op.attrs["callee"].body)):
+            return True
+    return False
+
+
+def build_if_expr(fb: FunctionBuilder, node: ast.IfExp, cond: Value) -> Any:
+    """``a if cond else b`` on a run-time condition. Pure sides become ``cube.where`` (both
+    computed; elementwise on a tile condition); a side that touches memory or prints runs only
+    when taken, as in Python: an IF op on a scalar condition, an error on a tile one."""
+    from .builtins import call_builtin
+
+    blocks, values = [Block(), Block()], []
+    for block, expr in zip(blocks, (node.body, node.orelse)):
+        with fb.b.at(block):
+            values.append(fb.visit(expr))
+    if not any(_guarded(block) for block in blocks):
+        for block in blocks:
+            fb.b.block.ops.extend(block.ops)
+        return call_builtin(fb, "where", [cond, *values], {})
+    cond = to_bool(fb.b, cond)
+    if cond.type.shape:
+        fb.error(node, "`a if mask else b` on a tile computes both sides, and one of them "
+                 "loads, stores or prints", "guard the memory access with its mask= argument "
+                 "(e.g. `cube.load(p, mask=m, other=0.0)`), then pick with cube.where()")
+    a, b = values
+    for value in values:
+        if not is_value(value) and not is_literal(value):
+            fb.error(node, f"a conditional expression cannot give {value!r}",
+                     "give a tile or a scalar in both branches")
+    if any(is_value(v) and v.type.is_ptr for v in values):
+        if not (is_value(a) and is_value(b) and a.type == b.type):
+            fb.error(node, "the branches give different pointers or a pointer and a number",
+                     "give pointer tiles into the same array, of the same shape, on both sides")
+        merged = a.type
+    else:
+        merged = Type(common_dtype(a, b),
+                      broadcast_shapes(_type_of(a).shape, _type_of(b).shape))
+    for block, value in zip(blocks, values):
+        with fb.b.at(block):
+            fb.b.yield_([_coerce(fb, value, merged)])
+    return fb.b.create(Op.IF, [cond], result_types=[merged], regions=blocks).results[0]
 
 
 def _loop_types(fb: FunctionBuilder, node: ast.AST, carried: list[str],
@@ -130,14 +182,29 @@ def _loop_types(fb: FunctionBuilder, node: ast.AST, carried: list[str],
     raise AssertionError("carried types did not settle")  # pragma: no cover
 
 
+def _carried_out(fb: FunctionBuilder, node: ast.AST, carried: list[str]) -> list[Any]:
+    """The values a loop body leaves in its carried variables."""
+    for name in carried:
+        if name not in fb.env:  # an inner run-time loop's variable reused the name
+            fb.error(node, f"'{name}' has no value at the end of the loop body: it is the "
+                     f"variable of the run-time loop at line {fb.loop_locals[name][0]}",
+                     "give the inner loop's variable another name")
+    return [fb.env[n] for n in carried]
+
+
 def _finish_loop(fb: FunctionBuilder, node: ast.AST, before: dict, carried: list[str],
-                 results: list[Value], body_stmts: list[ast.stmt]) -> None:
+                 results: list[Value], body_stmts: list[ast.stmt],
+                 target: str | None = None) -> None:
     fb.env = before
     for name, result in zip(carried, results):
         fb.env[name] = result
+    line = fb.source.loc(node).line
     for name in assigned_names(body_stmts):
         if name not in before:
-            fb.loop_locals[name] = node.lineno
+            fb.loop_locals[name] = (line, False)
+    if target is not None:  # Python's last index is not carried out of a run-time loop
+        fb.env.pop(target, None)
+        fb.loop_locals[target] = (line, True)
 
 
 def build_for(fb: FunctionBuilder, node: ast.For, args: list[Any],
@@ -150,9 +217,11 @@ def build_for(fb: FunctionBuilder, node: ast.For, args: list[Any],
         args = [args[0], args[1], 1]
     for a in args:
         if is_value(a) and (a.type.shape or not a.type.dtype.is_int):
-            fb.error(node.iter, f"range() bounds must be integer scalars, got {a.type}")
+            fb.error(node.iter, f"range() bounds must be integer scalars, got {a.type}",
+                     "convert a float bound with int(x); reduce a tile with cube.max(x)")
         if not is_value(a) and not isinstance(a, int):
-            fb.error(node.iter, f"range() bounds must be integers, got {a!r}")
+            fb.error(node.iter, f"range() bounds must be integers, got {a!r}",
+                     "pass ints, e.g. `range(0, n, BLOCK)`")
     index_dtype = dt.int32
     for a in args:
         if is_value(a):
@@ -169,13 +238,13 @@ def build_for(fb: FunctionBuilder, node: ast.For, args: list[Any],
         fb.env = dict(before) | dict(zip(carried, body.args[1:])) | {target: body.args[0]}
         with fb.b.at(body):
             fb.visit_block(node.body)
-        return [body], [fb.env[n] for n in carried]
+        return [body], _carried_out(fb, node, carried)
 
     types, (body,) = _loop_types(fb, node, carried, build_body)
     inits = [_coerce(fb, before[n], t) for n, t in zip(carried, types)]
     op = fb.b.create(Op.FOR, bounds + inits, dict(hints or {}), result_types=types,
                      regions=[body])
-    _finish_loop(fb, node, before, carried, op.results, node.body)
+    _finish_loop(fb, node, before, carried, op.results, node.body, target)
 
 
 def build_while(fb: FunctionBuilder, node: ast.While) -> None:
@@ -199,7 +268,7 @@ def build_while(fb: FunctionBuilder, node: ast.While) -> None:
         fb.env = dict(before) | dict(zip(carried, body.args))
         with fb.b.at(body):
             fb.visit_block(node.body)
-        return [cond_block, body], [fb.env[n] for n in carried]
+        return [cond_block, body], _carried_out(fb, node, carried)
 
     types, regions = _loop_types(fb, node, carried, build_regions)
     inits = [_coerce(fb, before[n], t) for n, t in zip(carried, types)]
@@ -223,10 +292,12 @@ def call_func(fb: FunctionBuilder, node: ast.Call, func: Any, args: list[Any],
     if func.fn in fb.call_stack:
         fb.error(node, f"@cube.func {func.fn.__name__} calls itself",
                  "recursion cannot be inlined; write a loop")
+    signature = inspect.signature(func.fn)
     try:
-        bound = inspect.signature(func.fn).bind(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
     except TypeError as err:
-        fb.error(node, f"{func.fn.__name__}(): {err}")
+        fb.error(node, f"{func.fn.__name__}(): {err}",
+                 f"call it as {func.fn.__name__}{signature}")
     bound.apply_defaults()
     params, operands = [], []
     for name, value in bound.arguments.items():

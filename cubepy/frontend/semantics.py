@@ -32,6 +32,11 @@ def is_value(x: Any) -> bool:
     return isinstance(x, Value)
 
 
+def plain_int(x: Any) -> Any:
+    """A NumPy integer as a Python int (a comptime value computed with NumPy); else ``x``."""
+    return int(x) if isinstance(x, np.integer) else x
+
+
 def is_literal(x: Any) -> bool:
     return isinstance(x, SCALAR_TYPES)
 
@@ -47,8 +52,7 @@ def materialize(b: Builder, x: Any, dtype: dt.DType | None = None,
         value = b.cast(x, dtype) if dtype is not None else x
         return b.broadcast(value, shape) if shape and value.type.shape != shape else value
     if not is_literal(x):
-        raise RuleError(f"{type(x).__name__} value {x!r} cannot be used as a tile or scalar",
-                        "use numbers, tiles, or comptime values here")
+        raise _not_a_number(x)
     if isinstance(x, np.generic):
         x = x.item() if dtype is not None else x
     dtype = dtype or dt.literal_dtype(x)
@@ -56,6 +60,26 @@ def materialize(b: Builder, x: Any, dtype: dt.DType | None = None,
     if shape:
         value = b.emit(Op.FULL, value, shape=tuple(shape))
     return value
+
+
+def _not_a_number(x: Any) -> RuleError:
+    if x is None:
+        return RuleError("None cannot be used as a tile or scalar",
+                         "if it comes from a @cube.func, end that helper with `return value`")
+    return RuleError(f"{type(x).__name__} value {x!r} cannot be used as a tile or scalar",
+                     "use numbers, tiles, or comptime values here")
+
+
+def _check_literal_fits(literal: Any, dtype: dt.DType) -> None:
+    """A weak int literal takes the other operand's dtype; one it cannot hold would wrap."""
+    if isinstance(literal, bool) or not isinstance(literal, int) or not dtype.is_int:
+        return
+    info = np.iinfo(dtype.numpy)
+    if not info.min <= literal <= info.max:
+        wide = "uint32" if dtype.name == "uint8" and 0 <= literal < 2**32 else "int64"
+        raise RuleError(f"the literal {literal} does not fit in {dtype.name}, the dtype of "
+                        "the other operand", f"cast that operand first, e.g. "
+                        f"`x.to(cube.{wide})`")
 
 
 def common_dtype(a: Any, b: Any) -> dt.DType:
@@ -92,7 +116,8 @@ def _pointer_add(b: Builder, op: Op, ptr: Value, offset: Any) -> Value:
     if op is Op.SUB:
         offset = unary(b, Op.NEG, offset)
     if not is_value(offset) and not isinstance(offset, (int, np.integer)):
-        raise RuleError(f"pointer offsets must be integers, got {offset!r}")
+        raise RuleError(f"pointer offsets must be integers, got {offset!r}",
+                        "offsets count elements: write an int, or convert with int(...)")
     offset = materialize(b, offset)
     if not offset.type.dtype.is_int:
         raise RuleError(f"pointer offsets must be integers, got {offset.type.dtype.name}",
@@ -105,11 +130,16 @@ def binary(b: Builder, op: Op, lhs: Any, rhs: Any) -> Any:
     """``lhs <op> rhs`` with promotion and broadcasting (comptime when both are Python)."""
     if not is_value(lhs) and not is_value(rhs):
         return _python_binary(op, lhs, rhs)
+    for x in (lhs, rhs):
+        if not is_value(x) and not is_literal(x):
+            raise _not_a_number(x)
     if op in (Op.ADD, Op.SUB) and is_value(lhs) and lhs.type.is_ptr:
         return _pointer_add(b, op, lhs, rhs)
     if op is Op.ADD and is_value(rhs) and rhs.type.is_ptr:
         return _pointer_add(b, op, rhs, lhs)
     dtype = common_dtype(lhs, rhs)
+    for x in (lhs, rhs):
+        _check_literal_fits(x, dtype)
     if op is Op.DIV and not dtype.is_float:
         dtype = dt.float32
     if op is Op.POW and not dtype.is_float:
@@ -121,8 +151,12 @@ def binary(b: Builder, op: Op, lhs: Any, rhs: Any) -> Any:
 def _python_binary(op: Op, lhs: Any, rhs: Any) -> Any:
     try:
         return PY_BINARY[op](lhs, rhs)
-    except (TypeError, ZeroDivisionError) as err:
-        raise RuleError(f"compile-time {op.value} of {lhs!r} and {rhs!r} failed: {err}") from None
+    except ZeroDivisionError as err:
+        raise RuleError(f"compile-time {op.value} of {lhs!r} and {rhs!r} failed: {err}",
+                        "check the comptime values this divides by") from None
+    except TypeError as err:
+        raise RuleError(f"compile-time {op.value} of {lhs!r} and {rhs!r} failed: {err}",
+                        "combine numbers, tiles and comptime values of matching kinds") from None
 
 
 def unary(b: Builder, op: Op, x: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CompileError
@@ -20,14 +20,38 @@ class Source:
     file: str
     first_line: int
     indent: int
+    lines: list[str] = field(default_factory=list)  # the dedented source, for columns
 
     def loc(self, node: ast.AST) -> Loc:
-        line = self.first_line + getattr(node, "lineno", 1) - 1
-        col = getattr(node, "col_offset", 0) + self.indent
-        end_col = None
-        if getattr(node, "end_lineno", None) == getattr(node, "lineno", None):
-            end_col = node.end_col_offset + self.indent  # type: ignore[attr-defined]
-        return Loc(self.file, line, col, end_col)
+        """Where ``node`` is in the user's file. A node spanning several lines is underlined to
+        the end of its first line's code (a loop header, the start of a long call)."""
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:  # an operator node (ast.MatMult) has no position of its own
+            return Loc(self.file, self.first_line, self.indent)
+        text = self.lines[lineno - 1] if lineno <= len(self.lines) else ""
+        col = _char_col(text, node.col_offset)  # type: ignore[attr-defined]
+        if getattr(node, "end_lineno", None) == lineno:
+            end_col = _char_col(text, node.end_col_offset)  # type: ignore[attr-defined]
+        else:
+            end_col = max(col + 1, _code_end(text))
+        return Loc(self.file, self.first_line + lineno - 1, col + self.indent,
+                   end_col + self.indent)
+
+
+def _char_col(text: str, byte_col: int) -> int:
+    """AST columns count UTF-8 bytes; carets count characters."""
+    return len(text.encode()[:byte_col].decode(errors="ignore"))
+
+
+def _code_end(text: str) -> int:
+    """The column where ``text``'s code ends: before a trailing comment and whitespace."""
+    quote = None
+    for i, char in enumerate(text):
+        if quote is None and char == "#":
+            return len(text[:i].rstrip())
+        if char in "'\"" and (quote is None or quote == char):
+            quote = None if quote else char
+    return len(text.rstrip())
 
 
 _cache: dict[Any, Source] = {}
@@ -55,7 +79,7 @@ def parse_function(fn: Any) -> Source:
     if not isinstance(tree, ast.FunctionDef):
         raise CompileError(f"{fn.__qualname__} is not a plain function definition",
                            Loc(file, first_line, 0), "decorate a `def` function")
-    source = Source(tree, file, first_line, indent)
+    source = Source(tree, file, first_line, indent, dedented.splitlines())
     _cache[code] = source
     return source
 

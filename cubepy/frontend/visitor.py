@@ -13,13 +13,13 @@ from typing import Any
 
 from ..errors import CompileError
 from ..ir import Block, Builder, Function, Op, Param, Type, Value
-from ..ir import dtypes as dt
 from ..ir.rules import RuleError
 from ..lang import builtins as B
 from . import control
 from .builtins import call_builtin
 from .descriptors import TensorDescriptor
-from .semantics import binary, is_value, to_bool, unary
+from .pycalls import call_python, call_to, describe, did_you_mean, unknown_name_hint
+from .semantics import binary, is_value, plain_int, to_bool, unary
 from .source import function_globals, parse_function
 
 BINOPS = {
@@ -92,7 +92,9 @@ class FunctionBuilder(ast.NodeVisitor):
         body = Block()
         self.b = Builder(body)
         self.env: dict[str, Any] = {}
-        self.loop_locals: dict[str, int] = {}
+        # names a run-time region assigned but whose value does not live on after it:
+        # name -> (the region's line, whether it is a loop's variable)
+        self.loop_locals: dict[str, tuple[int, bool]] = {}
         self.params: list[Param] = []
         arg_names = []
         for name, spec in params:
@@ -187,7 +189,8 @@ class FunctionBuilder(ast.NodeVisitor):
         current = self.lookup(node.target)
         op = BINOPS.get(type(node.op))
         if op is None:
-            self.generic_visit(node.op)
+            self.error(node, "`@=` is not supported inside a kernel",
+                       "write `c = cube.dot(a, b)` (or `acc = cube.dot(a, b, acc)`)")
         self.env[node.target.id] = binary(self.b, op, current, self.visit(node.value))
 
     def assign(self, target: ast.expr, value: Any) -> None:
@@ -198,7 +201,12 @@ class FunctionBuilder(ast.NodeVisitor):
             self.loop_locals.pop(target.id, None)
         elif isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
-                self.error(target, f"cannot unpack {value!r} into {len(target.elts)} names")
+                self.error(target, f"cannot unpack {describe(value)} into "
+                           f"{len(target.elts)} names",
+                           "tiles cannot be unpacked into names: load each part with its "
+                           "own cube.load(), or pick parts with cube.where()" if is_value(value)
+                           else
+                           f"write as many names as there are values ({describe(value)})")
             for elt, item in zip(target.elts, value):
                 self.assign(elt, item)
         else:
@@ -221,13 +229,14 @@ class FunctionBuilder(ast.NodeVisitor):
         if node.orelse:
             self.error(node, "for-else is not supported", "move the else-part after the loop")
         if not isinstance(node.target, ast.Name):
-            self.error(node.target, "the loop variable must be a single name")
+            self.error(node.target, "the loop variable must be a single name",
+                       "loop over an index, `for i in range(n):`, and compute the rest from it")
         call = node.iter
         fn = self.visit(call.func) if isinstance(call, ast.Call) else None
         if fn is not range and fn is not B.static_range and fn is not B.range:
             self.error(call, "only `range(...)`, `cube.range(...)` and `cube.static_range(...)` "
                        "loops are supported", "loop over indices: `for i in range(0, n, BLOCK):`")
-        args = [self.visit(a) for a in call.args]
+        args = [plain_int(self.visit(a)) for a in call.args]
         if fn is B.static_range:
             if not all(isinstance(a, int) for a in args):
                 self.error(call, "cube.static_range() bounds must be compile-time ints",
@@ -238,7 +247,8 @@ class FunctionBuilder(ast.NodeVisitor):
             return
         name = "cube.range" if fn is B.range else "range"
         if not 1 <= len(args) <= 3 or (call.keywords and fn is not B.range):
-            self.error(call, f"{name}() takes 1 to 3 positional arguments")
+            self.error(call, f"{name}() takes 1 to 3 positional arguments",
+                       f"write {name}(stop), {name}(start, stop) or {name}(start, stop, step)")
         control.build_for(self, node, args, self.loop_hints(call) if fn is B.range else {})
 
     def loop_hints(self, call: ast.Call) -> dict[str, Any]:
@@ -285,16 +295,30 @@ class FunctionBuilder(ast.NodeVisitor):
         if name in self.env:
             return self.env[name]
         if name in self.loop_locals:
+            line, is_loop_variable = self.loop_locals[name]
+            if is_loop_variable:
+                self.error(node, f"'{name}' is the variable of the run-time loop at line {line} "
+                           "and has no value after it",
+                           f"keep what you need in a variable assigned before the loop and "
+                           f"updated inside it (e.g. `last = {name}`)")
             self.error(node, f"'{name}' is only assigned inside the loop or branch at line "
-                             f"{self.loop_locals[name]}",
+                             f"{line}",
                        f"assign '{name}' before that loop or branch so its value is carried out")
         if name in self.globals:
             return self.globals[name]
         if name in PY_BUILTINS_ALLOWED or name in ("True", "False", "None"):
             return getattr(py_builtins, name)
-        self.error(node, f"unknown name '{name}'",
-                   "define it before use, pass it as a kernel argument, or import it at "
-                   "module level")
+        self.error(node, *unknown_name_hint(name))
+
+    def visit_Slice(self, node: ast.Slice) -> slice:
+        """``shape[1:]`` on comptime tuples (tiles take only ``:`` and ``None``)."""
+        parts = [self.visit(p) if p is not None else None
+                 for p in (node.lower, node.upper, node.step)]
+        if any(is_value(p) for p in parts):
+            self.error(node, "slice bounds must be compile-time ints",
+                       "slice comptime tuples (such as x.shape) with literals or comptime "
+                       "values")
+        return slice(*parts)
 
     def visit_Tuple(self, node: ast.Tuple) -> tuple:
         return tuple(self.visit(e) for e in node.elts)
@@ -313,19 +337,22 @@ class FunctionBuilder(ast.NodeVisitor):
                 return _Method(obj, "to")
             if node.attr == "T":
                 return call_builtin(self, "trans", [obj], {})
+            same = B.is_builtin(getattr(B, node.attr, None))
             self.error(node, f"tiles have no attribute '{node.attr}'",
-                       "tiles have .shape, .dtype and .to(dtype)")
+                       f"write cube.{same}(x, ...) instead" if same else
+                       "tiles have .shape, .dtype, .T and .to(dtype)")
         try:
             return getattr(obj, node.attr)
         except AttributeError:
             owner = getattr(obj, "__name__", type(obj).__name__)
             self.error(node, f"'{owner}' has no attribute '{node.attr}'",
-                       "check the spelling; the kernel language is listed in docs/language.md")
+                       did_you_mean(node.attr, [n for n in dir(obj) if not n.startswith("_")]))
 
     def visit_BinOp(self, node: ast.BinOp) -> Any:
         op = BINOPS.get(type(node.op))
-        if op is None:
-            self.error(node, f"operator {type(node.op).__name__} is not supported")
+        if op is None:  # only `@` is left
+            self.error(node, "the `@` operator is not supported inside a kernel",
+                       "write cube.dot(a, b) for a matrix product")
         return binary(self.b, op, self.visit(node.left), self.visit(node.right))
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Any:
@@ -380,14 +407,22 @@ class FunctionBuilder(ast.NodeVisitor):
         cond = self.visit(node.test)
         if not is_value(cond):
             return self.visit(node.body if cond else node.orelse)
-        return call_builtin(self, "where", [cond, self.visit(node.body),
-                                            self.visit(node.orelse)], {})
+        return control.build_if_expr(self, node, cond)
 
     def visit_Subscript(self, node: ast.Subscript) -> Any:
         obj = self.visit(node.value)
         index = node.slice
         if not is_value(obj):
-            return obj[self.visit(index)]
+            key = self.visit(index)
+            if is_value(key):
+                self.error(node, f"{ast.unparse(node.value)} is known at compile time and "
+                           "cannot be indexed with a run-time value",
+                           "index it with a compile-time int, or pick with cube.where()")
+            try:  # a comptime value: a shape, a tuple of helpers' results
+                return obj[key]
+            except (TypeError, IndexError, KeyError) as err:
+                self.error(node, f"{ast.unparse(node.value)} is {obj!r}: {err}",
+                           "index comptime tuples with compile-time ints in range")
         items = index.elts if isinstance(index, ast.Tuple) else [index]
         value, axis = obj, 0
         for item in items:
@@ -396,6 +431,10 @@ class FunctionBuilder(ast.NodeVisitor):
                 axis += 1
             elif isinstance(item, ast.Slice) and not (item.lower or item.upper or item.step):
                 axis += 1
+            elif obj.type.is_ptr and not obj.type.shape:
+                self.error(node, "arrays cannot be indexed inside a kernel",
+                           f"load through a pointer tile: cube.load({ast.unparse(node.value)} + "
+                           f"{ast.unparse(index)})")
             else:
                 self.error(item, "tiles can only be indexed with `:` and `None`",
                            "use x[:, None] to add an axis; select elements with cube.where() "
@@ -412,8 +451,7 @@ class FunctionBuilder(ast.NodeVisitor):
         if name is not None:
             return call_builtin(self, name, args, kwargs)
         if isinstance(fn, _Method):
-            (dtype,) = args or [kwargs.get("dtype")]
-            return call_builtin(self, "cast", [fn.value, dtype], {})
+            return call_to(self, node, fn.value, args, kwargs)
         if isinstance(getattr(fn, "__self__", None), TensorDescriptor):
             return fn(self, *args, **kwargs)  # desc.load(...) / desc.store(...)
         if isinstance(fn, B.Func):
@@ -423,32 +461,12 @@ class FunctionBuilder(ast.NodeVisitor):
                        "decorate the helper with @cube.func instead of @cube.kernel")
         if fn is B.cdiv and any(is_value(a) for a in args):
             if len(args) != 2 or kwargs:
-                self.error(node, "cube.cdiv() takes two arguments: cdiv(a, b)")
+                self.error(node, "cube.cdiv() takes two arguments",
+                           "write cube.cdiv(a, b) for ceil(a / b)")
             a, b = args
             return binary(self.b, Op.FLOORDIV,
                           binary(self.b, Op.SUB, binary(self.b, Op.ADD, a, b), 1), b)
-        if fn is print:
-            return call_builtin(self, "device_print", ["", *args], {})
-        if fn in (min, max, abs) and any(is_value(a) for a in args):
-            op = {min: "minimum", max: "maximum", abs: "abs"}[fn]
-            return call_builtin(self, op, args, kwargs)
-        if fn in (int, float, bool) and args and is_value(args[0]):
-            target = {int: dt.int32, float: dt.float32, bool: dt.bool_}[fn]
-            return self.b.cast(args[0], target) if fn is not bool else to_bool(self.b, args[0])
-        if fn is len and args and is_value(args[0]):
-            return args[0].type.shape[0]
-        if fn is range:
-            self.error(node, "range() can only be used as a for-loop's iterator")
-        if any(is_value(a) for a in list(args) + list(kwargs.values())):
-            fname = getattr(fn, "__name__", repr(fn))
-            self.error(node, f"cannot call the Python function '{fname}' on tiles",
-                       f"decorate '{fname}' with @cube.func so it is compiled too")
-        if not callable(fn):
-            self.error(node.func, f"{fn!r} is not callable")
-        try:  # a compile-time call on comptime values, e.g. math.log2(BLOCK)
-            return fn(*args, **kwargs)
-        except Exception as err:  # noqa: BLE001 - reported at the user's line
-            self.error(node, f"compile-time call failed: {type(err).__name__}: {err}")
+        return call_python(self, node, fn, args, kwargs)
 
 
 def build_kernel(pyfn: Any, params: list[tuple[str, Any]]) -> Function:

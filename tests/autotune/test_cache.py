@@ -208,3 +208,35 @@ def test_cached_winner_failing_on_bad_inputs_is_not_tuned_again(cache_dir):
     with pytest.raises(ValueError, match="fewer than n=1000"):
         fresh(x, y[:10], out, 1000)  # the same key: n decides it
     assert fresh.stats.cache_hits == 1 and fresh.stats.tunings == 0
+
+
+def test_cache_warnings_name_the_callers_line(cache_dir):
+    # before: they named cubepy/autotune/tuner.py (line 367 for a corrupt file, 282 for a
+    # corrupt entry), a fixed stack depth that missed the user's call
+    run_add(make_add(), 1000)
+    path = _only_file(cache_dir)
+    _edit_entry(path, best_index="first")
+    with pytest.warns(AutotuneCacheWarning, match="corrupt") as caught:
+        run_add(make_add(), 1000)
+    path.write_text("{")
+    with pytest.warns(AutotuneCacheWarning, match="not valid JSON") as caught_file:
+        run_add(make_add(), 3000)
+    for warning in [*caught, *caught_file]:
+        assert warning.filename == str(HERE / "autotune_kernels.py")  # run_add's launch
+
+
+def test_cache_files_are_readable_by_all(cache_dir, tmp_path):
+    # before: mkstemp's 0o600 stayed, so files exported to autotune_cache/ and shipped could
+    # be read by their owner only
+    umask = os.umask(0o022)
+    try:
+        run_add(make_add(), 1000)
+        path = _only_file(cache_dir)
+        assert path.stat().st_mode & 0o777 == 0o644
+        (exported,) = cache.export(json.loads(path.read_text())["device"], tmp_path / "ship")
+        assert exported.stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(umask)
+    path.chmod(0o640)  # a mode the user chose is kept through rewrites
+    run_add(make_add(), 3000)
+    assert path.stat().st_mode & 0o777 == 0o640

@@ -54,3 +54,33 @@ def test_module_runs_as_a_program(cache_dir):
     )
     assert result.returncode == 0, result.stderr
     assert f"user cache: {cache_dir / 'autotune'}" in result.stdout
+
+
+def test_show_survives_a_damaged_file(cache_dir, capsys):
+    run_add(make_add(), 1000)
+    (path,) = cache.user_dir().glob("*.json")
+    doc = json.loads(path.read_text())
+    (entry,) = doc["entries"].values()
+    entry.update(key=5, timings=[3, {"index": 0, "config": "BLOCK", "median_s": "fast"}])
+    doc["entries"]["other"] = 7
+    path.write_text(json.dumps(doc))
+    # before: AttributeError: 'int' object has no attribute 'get', a traceback from show
+    assert main(["show"]) == 0
+    out = capsys.readouterr().out
+    assert "key (no key): best Config(BLOCK=" in out
+    assert "(corrupt timing 3)" in out and "#0 'BLOCK'  None  -" in out
+    assert "(corrupt entry)" in out
+
+
+def test_export_errors_say_what_to_do(cache_dir, tmp_path, capsys):
+    run_add(make_add(), 1000)
+    ((_, doc),) = cache.cache_files(cache.user_dir())
+    device = doc["device"]
+    assert main(["export", "--device", "no such device"]) == 1
+    err = capsys.readouterr().err
+    assert "no cached entries for device 'no such device'" in err and repr(device) in err
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    # before: FileExistsError from pathlib's mkdir, a traceback
+    assert main(["export", "--device", device, "--out", str(not_a_folder)]) == 1
+    assert f"error: cannot write to {not_a_folder}" in capsys.readouterr().err

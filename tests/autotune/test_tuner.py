@@ -7,6 +7,7 @@ import json
 import statistics
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -254,6 +255,17 @@ def test_compare_tolerances():
     ints = {"i": np.arange(5)}
     assert bench.compare(ints, {"i": np.arange(5) + (np.arange(5) == 2)}) is not None
     assert bench.compare(ref, {"out": ref["out"][:10]}).startswith("'out': shape")
+
+
+def test_compare_reports_nan_outputs_without_numpy_warnings():
+    ref = {"out": np.ones(4, np.float32)}
+    with warnings.catch_warnings():
+        # before: np.nanmax warned "All-NaN slice encountered" at the user
+        warnings.simplefilter("error")
+        assert bench.compare(ref, {"out": np.full(4, np.nan, np.float32)}) == (
+            "'out': 4 of 4 elements differ (4 NaN or infinite)")
+        assert bench.compare(ref, {"out": np.array([1, 3, np.inf, 1], np.float32)}) == (
+            "'out': 2 of 4 elements differ (max abs diff 2, 1 NaN or infinite)")
 
 
 def _scripted_benchmark(seconds_of, rep: int = 10) -> list[bench.Outcome]:
