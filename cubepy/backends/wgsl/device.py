@@ -34,7 +34,14 @@ from typing import Any
 import wgpu
 
 from cubepy import config
-from cubepy.errors import CubeError, UnsupportedError
+from cubepy.errors import UnsupportedError
+
+from .adapters import (  # noqa: F401 - the adapter's errors and choice, named here too
+    AdapterNotFoundError,
+    WgslRuntimeError,
+    adapter_summaries,
+    select_adapter,
+)
 
 # Features requested when the adapter offers them (wgpu-py 0.32 names).
 WANTED_FEATURES: tuple[str, ...] = (
@@ -107,14 +114,6 @@ fn main(@builtin(subgroup_size) s: u32, @builtin(local_invocation_index) i: u32)
     o[i] = s;
 }}
 """
-
-
-class WgslRuntimeError(CubeError, RuntimeError):
-    """An error of the ``wgsl`` backend's runtime (device, buffers, launches)."""
-
-
-class AdapterNotFoundError(WgslRuntimeError):
-    """No WebGPU adapter matches ``CUBEPY_WGPU_ADAPTER`` (or none exists at all)."""
 
 
 class UnsupportedDtypeError(WgslRuntimeError, UnsupportedError):
@@ -424,36 +423,6 @@ class WgslDevice:
         sizes = memoryview(self.queue.read_buffer(out)).cast("I").tolist()
         out.destroy()
         return (min(sizes), max(sizes))
-
-
-def adapter_summaries() -> list[str]:
-    """The summaries of every adapter wgpu finds, e.g. ``['llvmpipe (...) via Vulkan', ...]``."""
-    return [a.summary for a in wgpu.gpu.enumerate_adapters_sync()]
-
-
-def select_adapter(name: str | None) -> wgpu.GPUAdapter:
-    """The first adapter whose summary contains ``name`` (any case), else the default.
-
-    Raises ``AdapterNotFoundError`` listing the available summaries when none matches.
-    """
-    if name:
-        adapters = wgpu.gpu.enumerate_adapters_sync()
-        for adapter in adapters:
-            if name.lower() in adapter.summary.lower():
-                return adapter
-        listing = "\n".join(f"  - {a.summary}" for a in adapters) or "  (none)"
-        raise AdapterNotFoundError(
-            f"CUBEPY_WGPU_ADAPTER={name!r} matches no WebGPU adapter. Available adapters:\n"
-            f"{listing}\nSet CUBEPY_WGPU_ADAPTER to part of one of these summaries."
-        )
-    try:
-        return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    except Exception as exc:
-        raise AdapterNotFoundError(
-            "no WebGPU adapter found for target 'wgsl' (on Linux without a GPU, "
-            "`apt-get install mesa-vulkan-drivers libvulkan1` provides lavapipe): "
-            f"{exc}"
-        ) from exc
 
 
 def create_device(adapter_name: str | None = None) -> WgslDevice:
