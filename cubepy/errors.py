@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import linecache
+import os
 import sys
+from pathlib import Path
 
 from .ir.core import Loc
+
+CUBEPY_DIR = str(Path(__file__).resolve().parent) + os.sep
 
 
 class CubeError(Exception):
@@ -88,3 +92,24 @@ def caller_loc(depth: int = 2) -> Loc | None:
     if line is None:
         line = frame.f_lineno
     return Loc(code.co_filename, line, col or 0, end_col)
+
+
+def in_cubepy(filename: str) -> bool:
+    """Whether ``filename`` is part of cubepy itself (not the user's code)."""
+    return os.path.abspath(filename).startswith(CUBEPY_DIR)
+
+
+def user_loc() -> Loc | None:
+    """Where the innermost frame outside cubepy is: the user's line that called into it."""
+    depth, frame = 1, sys._getframe(1)
+    while frame is not None and in_cubepy(frame.f_code.co_filename):
+        frame, depth = frame.f_back, depth + 1
+    return None if frame is None else caller_loc(depth + 1)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning name the user's line, not cubepy's."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and in_cubepy(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    return level

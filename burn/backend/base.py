@@ -60,9 +60,14 @@ class Backend(ABC):
 
     def from_numpy(self, array: np.ndarray) -> View:
         """A contiguous tensor view holding a copy of ``array``."""
-        dtype = dt.from_numpy(array.dtype)
+        try:
+            dtype = dt.from_numpy(array.dtype)
+        except TypeError as error:  # strings, objects, complex, uint64: name the op
+            raise BurnError(f"from_numpy: {error}") from None
         self.check_dtype(dtype, "from_numpy")
-        flat = np.ascontiguousarray(array).reshape(-1)
+        # kernels read storage in native byte order: a big-endian array (read from a file
+        # with dtype '>f4') is converted, not reinterpreted
+        flat = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("=")).reshape(-1)
         check_int32(flat.size, "a tensor")
         if flat.size == 0:  # storage is never empty: kernels take its address
             flat = np.zeros(1, array.dtype)
@@ -79,6 +84,15 @@ class Backend(ABC):
         if dtype.name not in self.dtypes:
             raise BurnError(f"{op}: dtype {dtype.name} is not supported on the {self.name} "
                             f"backend; it supports {', '.join(sorted(self.dtypes))}")
+
+    def __eq__(self, other: object) -> bool:
+        # `backend=burn.Cpu()` twice makes two objects over one pool and device: their
+        # tensors mix (``same_backend``), as those of ``backend="cpu"`` do
+        return (isinstance(other, Backend) and type(self) is type(other)
+                and self.device == other.device)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.device))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"

@@ -4,7 +4,10 @@ dtype rules (the same on every backend):
 
 - Two tensors promote as cubepy's kernels do (``cubepy/ir/dtypes.py``: the higher kind wins,
   then the wider; float16 with bfloat16 gives float32). Python numbers are weak: an int takes
-  the tensor's dtype, a float takes a float tensor's dtype or else float32.
+  the tensor's dtype, a float takes a float tensor's dtype or else float32. An int beyond the
+  tensor's integer dtype never wraps around: comparisons are exact (in int64), ``/`` is
+  computed in float32, and other ops raise ``BurnError`` (NumPy 2 raises ``OverflowError``).
+  NumPy scalars keep their dtype (``x * np.float64(2)`` is float64, as in NumPy).
 - Math functions (``exp``, ``sin``, ``sigmoid``, ...) and ``/`` give the float dtype
   (float32 for integer and bool inputs). Comparisons and logical ops give bool.
 - Bitwise ops need integers or bools; arithmetic on two bools is refused.
@@ -18,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -77,14 +81,44 @@ def binary_dtypes(op: str, a: DType, b: DType) -> tuple[DType, DType]:
     return common, common
 
 
-def _scalar_dtype(value: Any, other: DType) -> DType:
+def check_scalar(op: str, value: Any, dtype: DType,
+                 fix: str = "cast the tensor first, e.g. x.to(burn.int64)") -> None:
+    """``BurnError`` unless the number ``value`` converts to the integer ``dtype`` without
+    wrapping around (NumPy 2 raises ``OverflowError`` there); floats truncate, as casts do.
+    ``fix`` says what to write instead."""
+    if dtype.kind not in "iu" or isinstance(value, (bool, np.bool_)):
+        return
+    info = np.iinfo(dtype.numpy)
+    if isinstance(value, (float, np.floating)) and math.isfinite(value):
+        value = math.trunc(value)
+    if not isinstance(value, (int, np.integer)) or not info.min <= value <= info.max:
+        raise BurnError(f"{op}: the number {value!r} does not fit {dtype.name} (from "
+                        f"{info.min} to {info.max}); {fix}")
+
+
+def _scalar_dtype(op: str, value: Any, other: DType) -> DType:
+    """The dtype a number takes against a tensor of ``other`` (see the module docstring)."""
     if isinstance(value, np.generic):
         return dt.from_numpy(value.dtype)
-    return dt.promote_literal(other, value)
+    weak = dt.promote_literal(other, value)
+    if isinstance(value, bool) or not isinstance(value, int) or weak.kind not in "iu":
+        return weak
+    fits = np.iinfo(weak.numpy).min <= value <= np.iinfo(weak.numpy).max
+    if fits:
+        return weak
+    # an int beyond the tensor's dtype: compared exactly, divided in float, and elsewhere
+    # refused by as_tensor_like (it would wrap around), as NumPy 2 does
+    if op in kernel_ops.COMPARISON_BINARY:
+        return dt.int64
+    if op in ("div", "atan2"):
+        return dt.float32
+    return dt.int64 if other.is_bool else weak
 
 
-def as_tensor_like(value: Any, like: Tensor, dtype: DType) -> Tensor:
-    """A Python or NumPy scalar as a one-element tensor of ``dtype`` on ``like``'s backend."""
+def as_tensor_like(value: Any, like: Tensor, dtype: DType, op: str = "scalar") -> Tensor:
+    """A Python or NumPy scalar as a one-element tensor of ``dtype`` on ``like``'s backend;
+    ``BurnError`` naming ``op`` if it does not fit an integer ``dtype``."""
+    check_scalar(op, value, dtype)
     array = np.asarray(value, dtype=np.float64 if dtype.is_float else None)
     if dtype.name in ("float16", "bfloat16"):
         array = array.astype(np.float32)
@@ -92,15 +126,25 @@ def as_tensor_like(value: Any, like: Tensor, dtype: DType) -> Tensor:
 
 
 def _operands(op: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        raise BurnError(f"{op}: needs at least one tensor operand, got {type(x).__name__} and "
+                        f"{type(y).__name__}")
     if not isinstance(x, Tensor):
-        if not isinstance(x, Scalar):
-            raise BurnError(f"{op}: operands must be tensors or numbers, got {type(x).__name__}")
-        x = as_tensor_like(x, y, _scalar_dtype(x, y.dtype))
+        _check_number(op, x)
+        x = as_tensor_like(x, y, _scalar_dtype(op, x, y.dtype), op)
     if not isinstance(y, Tensor):
-        if not isinstance(y, Scalar):
-            raise BurnError(f"{op}: operands must be tensors or numbers, got {type(y).__name__}")
-        y = as_tensor_like(y, x, _scalar_dtype(y, x.dtype))
+        _check_number(op, y)
+        y = as_tensor_like(y, x, _scalar_dtype(op, y, x.dtype), op)
     return x, y
+
+
+def _check_number(op: str, value: Any) -> None:
+    if isinstance(value, np.ndarray):  # NumPy defers `array + tensor` to the tensor
+        raise BurnError(f"{op}: operands must be tensors or numbers, got a NumPy array of "
+                        f"shape {value.shape}; convert it with burn.from_numpy(array, "
+                        "backend=x.backend)")
+    if not isinstance(value, Scalar) or np.iscomplexobj(value):  # np.complex64 is np.generic
+        raise BurnError(f"{op}: operands must be tensors or numbers, got {type(value).__name__}")
 
 
 def apply_unary(op: str, x: Tensor) -> Tensor:
@@ -111,6 +155,12 @@ def apply_unary(op: str, x: Tensor) -> Tensor:
 
 def apply_binary(op: str, x: Any, y: Any) -> Tensor:
     """Binary ``op`` with broadcasting; either side may be a Python number."""
+    if (op == "pow" and isinstance(x, Tensor) and x.dtype.kind in "iu"
+            and isinstance(y, (int, np.integer)) and not isinstance(y, bool) and y < 0):
+        # 2 ** -1 would truncate to 0; NumPy and torch refuse it (a tensor exponent is not
+        # read back to check: that would be a synchronization per op)
+        raise BurnError(f"pow: integers to negative integer powers are not allowed ({x.dtype.name}"
+                        f" tensor ** {y}); use x.to(burn.float32) ** {y}")
     x, y = _operands(op, x, y)  # a number becomes a tensor of its weak dtype
     backend = same_backend(op, x, y)
     compute, out = binary_dtypes(op, x.dtype, y.dtype)
@@ -173,11 +223,11 @@ def where(cond: Tensor, x: Any, y: Any) -> Tensor:
         out = dt.promote(x_dtype, y_dtype)
     elif x_dtype or y_dtype:
         base = x_dtype or y_dtype
-        out = _scalar_dtype(y if x_dtype else x, base)
+        out = _scalar_dtype("where", y if x_dtype else x, base)
     else:
         out = dt.promote(dt.literal_dtype(x), dt.literal_dtype(y))
-    xs = x if isinstance(x, Tensor) else as_tensor_like(x, like, out)
-    ys = y if isinstance(y, Tensor) else as_tensor_like(y, like, out)
+    xs = x if isinstance(x, Tensor) else as_tensor_like(x, like, out, "where")
+    ys = y if isinstance(y, Tensor) else as_tensor_like(y, like, out, "where")
     backend = same_backend("where", cond, xs, ys)
     shape = broadcast_shapes("where", cond.shape, xs.shape, ys.shape)
     return Tensor(backend.where(expand(cond, *shape).prim, expand(xs, *shape).prim,
@@ -192,7 +242,23 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 
         return lo if max is None else apply_binary("minimum", lo, max)
     if min is None and max is None:
         raise BurnError("clamp: give min, max or both")
-    return Tensor(x.backend.clamp(x.prim, min, max, x.dtype), x.backend)
+    # bounds are weak numbers as in `x + bound`: a float bound makes an integer tensor float32
+    out = x.dtype
+    for bound in (min, max):
+        if bound is not None:
+            _check_number("clamp", bound)
+            out = dt.promote(out, _scalar_dtype("clamp", bound, x.dtype))
+    if out.kind in "iu":  # an int bound beyond the dtype's range changes nothing (as NumPy)
+        info = np.iinfo(out.numpy)
+        min = None if min is not None and min <= info.min else min
+        max = None if max is not None and max >= info.max else max
+        for bound in (min, max):
+            if bound is not None:
+                check_scalar("clamp", bound, out)  # a lower bound above every value
+    x = x.to(out)
+    if min is None and max is None:
+        return x
+    return Tensor(x.backend.clamp(x.prim, min, max, out), x.backend)
 
 
 Tensor.clip = clamp  # type: ignore[attr-defined]

@@ -191,7 +191,7 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
                             f"{value.shape}")
         fill = reshape(value, ())
     else:
-        fill = as_tensor_like(value, x, x.dtype)
+        fill = as_tensor_like(value, x, x.dtype, "masked_fill")
     backend = same_backend("masked_fill", x, mask, fill)
     shape = broadcast_shapes("masked_fill", x.shape, mask.shape)
     if shape != x.shape:

@@ -310,7 +310,7 @@ def _probability_tensor(p: Tensor, shape: Any, backend: Backend | str | None) ->
     if not p.dtype.is_float:
         raise BurnError(f"bernoulli: p must be a float tensor of probabilities, got "
                         f"{p.dtype.name} of shape {p.shape}")
-    if backend is not None and resolve_backend(backend) is not p.backend:
+    if backend is not None and resolve_backend(backend) != p.backend:
         raise BurnError(f"bernoulli: p is on {p.device}, but backend={backend!r} was given")
     if shape is None:
         return p

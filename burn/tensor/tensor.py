@@ -12,7 +12,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import operator
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -86,16 +87,19 @@ class Tensor:
 
     def to(self, target: Any) -> Tensor:
         """A copy on another backend/device (``"cpu"``, ``"cuda"``, ``"wgpu"``, ``"numpy"``
-        or a backend), or converted to a dtype (``burn.float16``)."""
-        if isinstance(target, DType) or (isinstance(target, str) and target in dt.BY_NAME):
-            dtype = target if isinstance(target, DType) else dt.from_name(target)
+        or a backend), or converted to a dtype (``burn.float16``, ``"float16"`` or a NumPy
+        dtype such as ``np.float16``, as the creation functions accept)."""
+        dtype = _dtype_of(target)
+        if dtype is not None:
             if dtype == self.dtype:
                 return self
+            # refused here, naming the dtype, as creating such a tensor is (not deep in a kernel)
+            self.backend.check_dtype(dtype, f"to({dtype.name})")
             return Tensor(self.backend.cast(self.prim, dtype), self.backend)
         from ..backend import backend_for
 
         backend = backend_for(target)
-        if backend is self.backend:
+        if backend == self.backend:  # the same device, maybe another Backend object
             return self
         return Tensor(backend.from_numpy(self.numpy()), backend)
 
@@ -104,7 +108,15 @@ class Tensor:
         return f"Tensor({body}, dtype={self.dtype.name}, backend={self.backend.name})"
 
     def __bool__(self) -> bool:
+        if self.numel() != 1:  # `if x > 0:` on a whole tensor: say what to write instead
+            raise BurnError(f"the truth value of a tensor of {self.numel()} elements (shape "
+                            f"{self.shape}) is ambiguous; use .any() or .all()")
         return bool(self.item())
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise BurnError("tensors are immutable: x[...] = value is not supported; build a new "
+                        "tensor with burn.where(mask, value, x), x.masked_fill(mask, value) or "
+                        "x.scatter_add(axis, index, src)")
 
     def __float__(self) -> float:
         return float(self.item())
@@ -124,6 +136,21 @@ class Tensor:
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
+
+
+def _dtype_of(target: Any) -> DType | None:
+    """``target`` as a dtype (a ``DType``, its name, a NumPy dtype or scalar type), or None."""
+    if isinstance(target, DType):
+        return target
+    if isinstance(target, str):
+        return dt.BY_NAME.get(target)
+    if isinstance(target, np.dtype) or (isinstance(target, type) and
+                                        issubclass(target, np.generic)):
+        try:
+            return dt.from_numpy(target)
+        except TypeError as error:
+            raise BurnError(f"to: {error}") from None
+    return None
 
 
 def wrap(view: View, backend: Backend) -> Tensor:
@@ -158,17 +185,30 @@ def normalize_axes(axes: Any, ndim: int, op: str) -> tuple[int, ...]:
         return tuple(range(ndim))
     if isinstance(axes, (int, np.integer)):
         axes = (axes,)
+    if not isinstance(axes, Iterable):
+        raise BurnError(f"{op}: axis must be an int, a sequence of ints or None, got {axes!r}")
     result = sorted({normalize_axis(a, ndim, op) for a in axes})
     if len(result) != len(tuple(axes)):
         raise BurnError(f"{op}: repeated axis in {tuple(axes)}")
     return tuple(result)
 
 
+def int_arg(value: Any, op: str, what: str) -> int:
+    """``value`` as an int (a Python or NumPy integer, or anything with ``__index__``), or
+    ``BurnError``: a float or a string is refused, never truncated or parsed."""
+    if isinstance(value, (bool, np.bool_)):
+        raise BurnError(f"{op}: {what} must be an int, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise BurnError(f"{op}: {what} must be an int, got {value!r}") from None
+
+
 def same_backend(op: str, *tensors: Tensor) -> Backend:
     """The one backend of ``tensors``, or ``BurnError`` naming the op and both devices."""
     backend = tensors[0].backend
     for t in tensors[1:]:
-        if t.backend is not backend:
+        if t.backend != backend:
             raise BurnError(f"{op}: tensors are on different devices ({backend.device} and "
                             f"{t.backend.device}); move one with .to({backend.name!r})")
     return backend

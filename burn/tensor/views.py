@@ -13,20 +13,23 @@ Example:
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..backend.base import BurnError
-from .tensor import Tensor, normalize_axes, normalize_axis, tensor_method
+from .tensor import Tensor, int_arg, normalize_axes, normalize_axis, tensor_method
 
 __all__ = ["broadcast_shapes", "chunk", "contiguous", "expand", "flatten", "flip", "permute",
            "reshape", "split", "squeeze", "transpose", "unsqueeze"]
 
 
-def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+def _shape_arg(shape: tuple[Any, ...], op: str) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    return tuple(int_arg(s, op, "sizes") for s in shape)  # reshape(2.5, 2) is refused
 
 
 def _relayout(x: Tensor, offset: int, shape: Sequence[int], strides: Sequence[int]) -> Tensor:
@@ -97,7 +100,7 @@ def _view_strides(old_shape: Sequence[int], old_strides: Sequence[int],
 @tensor_method
 def reshape(x: Tensor, *shape: Any) -> Tensor:
     """``x`` with a new shape (one size may be -1); a view when the layout allows."""
-    new_shape = _infer_shape(_shape_arg(shape), x.numel(), "reshape", x.shape)
+    new_shape = _infer_shape(_shape_arg(shape, "reshape"), x.numel(), "reshape", x.shape)
     if x.numel() == 0:
         return Tensor(x.backend.new(new_shape, x.dtype), x.backend)
     strides = _view_strides(x.shape, x.prim.strides, new_shape)
@@ -110,7 +113,7 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
 @tensor_method
 def view(x: Tensor, *shape: Any) -> Tensor:
     """Like ``reshape`` but never copies: ``BurnError`` when the layout cannot be viewed."""
-    new_shape = _infer_shape(_shape_arg(shape), x.numel(), "view", x.shape)
+    new_shape = _infer_shape(_shape_arg(shape, "view"), x.numel(), "view", x.shape)
     strides = _view_strides(x.shape, x.prim.strides, new_shape)
     if strides is None:
         raise BurnError(f"view: a tensor of shape {x.shape} and strides {x.prim.strides} cannot "
@@ -130,7 +133,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 @tensor_method
 def permute(x: Tensor, *dims: Any) -> Tensor:
     """Axes reordered: ``x.permute(2, 0, 1)``."""
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "permute")
     axes = [normalize_axis(d, x.ndim, "permute") for d in dims]
     if sorted(axes) != list(range(x.ndim)):
         raise BurnError(f"permute: {dims} is not a permutation of the {x.ndim} axes of a tensor "
@@ -192,12 +195,16 @@ def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
 @tensor_method
 def expand(x: Tensor, *shape: Any) -> Tensor:
     """``x`` broadcast to ``shape`` without copying (-1 keeps a size)."""
-    shape = _shape_arg(shape)
+    shape = _shape_arg(shape, "expand")
     if shape == x.shape:
         return x
     if len(shape) < x.ndim:
         raise BurnError(f"expand: cannot expand shape {x.shape} to fewer dimensions {shape}")
     lead = len(shape) - x.ndim
+    # -1 keeps an existing size: a new leading axis has none to keep
+    if any(s < -1 for s in shape) or -1 in shape[:lead]:
+        raise BurnError(f"expand: invalid shape {shape} for a tensor of shape {x.shape}; sizes "
+                        "must be >= 0, or -1 to keep one of the tensor's own axes")
     sizes, strides = [], []
     for i, size in enumerate(shape):
         if i < lead:
@@ -237,20 +244,41 @@ def _index_tuple(key: Any) -> tuple[Any, ...]:
     return key if isinstance(key, tuple) else (key,)
 
 
+def _int_index(k: Any, x: Tensor) -> int:
+    """``k`` as an int index, or ``BurnError`` saying what to write instead."""
+    if isinstance(k, Tensor) and k.dtype.is_bool:
+        raise BurnError(f"indexing: a bool mask (shape {k.shape}) cannot index a tensor of "
+                        f"shape {x.shape} (the result's shape would depend on the values); "
+                        "use burn.where(mask, x, 0) or x.masked_fill(~mask, 0)")
+    if isinstance(k, Tensor) and k.ndim:
+        raise BurnError(f"indexing: an index tensor (shape {k.shape}) must be the only index: "
+                        "x[index] selects along axis 0; for another axis use "
+                        "x.index_select(axis, index)")
+    if isinstance(k, (bool, np.bool_)):  # an int to Python, a mask to NumPy: neither guessed
+        raise BurnError(f"indexing: a bool index ({k!r}) is not supported; use an int")
+    try:
+        return operator.index(k)  # a float (or a 0-d float tensor) is refused, not truncated
+    except TypeError:
+        raise BurnError(f"indexing: unsupported index {k!r}; use ints, slices, None, ... or "
+                        "an integer tensor (burn.tensor([...]) for a list of indices)") from None
+
+
 @tensor_method
 def __getitem__(x: Tensor, key: Any) -> Tensor:  # noqa: N807 - the indexing protocol
     """Basic indexing: ints, slices with steps (negative too), ``None`` and ``...``; a view.
     An integer tensor index selects along the first axis (``index_select``)."""
-    if isinstance(key, Tensor):
+    if isinstance(key, Tensor) and not key.dtype.is_bool:
         return x.index_select(0, key)  # type: ignore[attr-defined]
     items = _index_tuple(key)
-    if sum(1 for k in items if k is Ellipsis) > 1:
+    # identity, never ==: `k == ...` on a tensor or an array index is elementwise
+    ellipses = [i for i, k in enumerate(items) if k is Ellipsis]
+    if len(ellipses) > 1:
         raise BurnError("indexing: at most one '...' is allowed")
     consumed = sum(1 for k in items if k is not None and k is not Ellipsis)
     if consumed > x.ndim:
         raise BurnError(f"indexing: {consumed} indices for a tensor of shape {x.shape}")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    if ellipses:
+        at = ellipses[0]
         items = items[:at] + (slice(None),) * (x.ndim - consumed) + items[at + 1:]
     items = items + (slice(None),) * (x.ndim - sum(1 for k in items if k is not None))
     offset, shape, strides, axis = x.prim.offset, [], [], 0
@@ -261,20 +289,21 @@ def __getitem__(x: Tensor, key: Any) -> Tensor:  # noqa: N807 - the indexing pro
             continue
         size, stride = x.shape[axis], x.prim.strides[axis]
         if isinstance(k, slice):
-            start, stop, step = k.indices(size)
+            try:
+                start, stop, step = k.indices(size)
+            except (TypeError, ValueError) as error:  # a float bound, a zero step
+                raise BurnError(f"indexing: bad slice {k!r} for axis {axis} of shape "
+                                f"{x.shape}: {error}") from None
             count = len(range(start, stop, step))
             offset += start * stride if count else 0
             shape.append(count)
             strides.append(stride * step)
-        elif isinstance(k, (int,)) or hasattr(k, "__index__"):
-            i = int(k)
+        else:
+            i = _int_index(k, x)
             if not -size <= i < size:
                 raise BurnError(f"indexing: index {i} is out of range for axis {axis} of size "
                                 f"{size} (shape {x.shape})")
             offset += (i % size) * stride
-        else:
-            raise BurnError(f"indexing: unsupported index {k!r}; use ints, slices, None, ... or "
-                            "an integer tensor")
         axis += 1
     return _relayout(x, offset, shape, strides)
 
@@ -285,12 +314,15 @@ def split(x: Tensor, split_size: Any, axis: int = 0) -> list[Tensor]:
     sizes listed."""
     a = normalize_axis(axis, x.ndim, "split")
     n = x.shape[a]
-    if isinstance(split_size, int):
+    if isinstance(split_size, (int, np.integer)):
+        split_size = int(split_size)
         if split_size <= 0:
             raise BurnError(f"split: split_size must be positive, got {split_size}")
         sizes = [min(split_size, n - i) for i in range(0, n, split_size)] or [0]
     else:
-        sizes = [int(s) for s in split_size]
+        sizes = [int_arg(s, "split", "sizes") for s in split_size]
+        if any(s < 0 for s in sizes):  # would give overlapping parts, not a split
+            raise BurnError(f"split: sizes {sizes} must not be negative (shape {x.shape})")
         if sum(sizes) != n:
             raise BurnError(f"split: sizes {sizes} sum to {sum(sizes)}, not to axis {a}'s size "
                             f"{n} (shape {x.shape})")

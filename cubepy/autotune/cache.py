@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import config
+from ..errors import user_stacklevel
 from .config import Config
-from .misuse import user_stacklevel
 
 try:
     import fcntl

@@ -16,42 +16,17 @@ import ast
 import difflib
 import inspect
 import linecache
-import os
-import sys
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-from ..errors import CubeError, LaunchError, caller_loc, format_message
+from ..errors import CubeError, LaunchError, format_message, in_cubepy, user_loc
 from ..ir.core import Loc
 from ..lang.builtins import is_comptime_annotation
 from ..runtime.jit import Kernel
 from .config import Config
 from .key import pow2_anchor
 
-CUBEPY_DIR = str(Path(__file__).resolve().parents[1]) + os.sep
 _POSITIONS = {"configs": 0, "key": 1}  # autotune(configs, key, ...) written positionally
-
-
-def in_cubepy(filename: str) -> bool:
-    """Whether ``filename`` is part of cubepy itself (not the user's code)."""
-    return os.path.abspath(filename).startswith(CUBEPY_DIR)
-
-
-def user_loc() -> Loc | None:
-    """Where the innermost frame outside cubepy is: the user's line that called into it."""
-    depth, frame = 1, sys._getframe(1)
-    while frame is not None and in_cubepy(frame.f_code.co_filename):
-        frame, depth = frame.f_back, depth + 1
-    return None if frame is None else caller_loc(depth + 1)
-
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning name the user's line, not cubepy's."""
-    level, frame = 1, sys._getframe(1)
-    while frame is not None and in_cubepy(frame.f_code.co_filename):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def trimmed(error: BaseException) -> BaseException:

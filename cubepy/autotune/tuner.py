@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import config as settings_module
 from ..backends.base import TargetInfo
-from ..errors import CubeError, LaunchError
+from ..errors import CubeError, LaunchError, user_stacklevel
 from ..runtime.jit import OPTIONS, Kernel
 from ..runtime.targets import cuda_available, target_info
 from . import cache, misuse
@@ -312,7 +312,7 @@ class Autotuner:
         except Exception as error:  # noqa: BLE001 - any failure of a stale winner retunes
             warnings.warn(f"autotune {self.name} ({tune_key.describe()}): the cached winner "
                           f"{cached} failed here ({type(error).__name__}: {error}); tuning "
-                          "again", AutotuneWarning, stacklevel=misuse.user_stacklevel())
+                          "again", AutotuneWarning, stacklevel=user_stacklevel())
             return False, None
 
     def _remember(self, repeat: tuple | None, tune_key: TuneKey, chosen: Config,
@@ -431,7 +431,7 @@ class Autotuner:
                 _count(self.stats, "rejected" if outcome.status == "wrong" else "failed")
                 warnings.warn(f"autotune {self.name} ({tune_key.describe()}): discarded "
                               f"{outcome.config}: {outcome.detail}", AutotuneWarning,
-                              stacklevel=misuse.user_stacklevel())
+                              stacklevel=user_stacklevel())
 
     def _store(self, tune_key: TuneKey, candidates: list[tuple[int, Config]],
                outcomes: list[Outcome], best: Outcome, seconds: float) -> None:

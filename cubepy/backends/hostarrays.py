@@ -8,14 +8,22 @@ from ..errors import LaunchError
 from ..ir import dtypes as dt
 
 
+def check_strides(strides: tuple[int, ...], itemsize: int, name: str,
+                  copy: str = "np.ascontiguousarray({name})") -> None:
+    """A kernel addresses an array by element offsets from its first element, which cannot
+    reach elements before it (negative strides) or between elements (odd byte strides)."""
+    if any(s < 0 for s in strides):
+        raise LaunchError(f"argument '{name}' has negative strides",
+                          f"pass {copy.format(name=name)}: a contiguous copy")
+    if itemsize and any(s % itemsize for s in strides):
+        raise LaunchError(f"argument '{name}' has strides that are not a multiple of its "
+                          "element size", f"pass {copy.format(name=name)}: a contiguous copy")
+
+
 def host_view(arr: np.ndarray, name: str, half_as_uint16: bool = True) -> np.ndarray:
     """A 1-D view from the array's first element over every element it reaches (writes
     through it land in ``arr``); 16-bit floats viewed as uint16 unless told otherwise."""
-    if arr.ndim and any(s < 0 for s in arr.strides):
-        raise LaunchError(f"argument '{name}' has negative strides; pass np.ascontiguousarray()")
-    if arr.dtype.itemsize and any(s % arr.dtype.itemsize for s in arr.strides):
-        raise LaunchError(f"argument '{name}' has strides that are not a multiple of its "
-                          "element size; pass np.ascontiguousarray()")
+    check_strides(arr.strides, arr.dtype.itemsize, name)
     if arr.flags.c_contiguous:
         flat = arr.reshape(-1)
     else:

@@ -10,13 +10,23 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..errors import CompileError, CubeError, LaunchError, caller_loc
+from ..errors import CompileError, LaunchError, caller_loc, user_loc
 from ..frontend import build_kernel
 from ..ir import Function, Type, print_function
 from ..lang.builtins import is_comptime_annotation
 from ..passes import optimize
 from .args import ArgSpec, classify, target_for
-from .targets import get_backend
+from .checks import (
+    check_comptime_values,
+    check_decorated,
+    check_writable,
+    no_grid_error,
+    normalize_grid,
+    with_scalar_array_hint,
+    writable_guard,
+    written_args,
+)
+from .targets import TARGETS, get_backend
 
 OPTIONS = ("target", "num_warps", "num_stages", "workgroup_size", "allow_tf32")
 
@@ -54,8 +64,11 @@ class Kernel:
         return f"<cube.kernel {self.fn.__qualname__}>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        raise CubeError(f"launch {self.fn.__name__} with a grid: "
-                        f"{self.fn.__name__}[(cubes,)](...)")
+        raise no_grid_error(self.fn.__name__, self._spelled_params()) from None
+
+    def _spelled_params(self) -> list[str]:
+        """The parameters as a launch passes them: ``x, out, n, BLOCK=...``."""
+        return [f"{n}=..." if n in self.comptime else n for n in self.signature.parameters]
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         launch = self._launchers.get(grid) if type(grid) is tuple else None
@@ -92,7 +105,7 @@ class Kernel:
                        and list(self.signature.parameters).index(n) >= len(args)]
             extra = f"; comptime parameters to pass by keyword: {', '.join(missing)}" \
                 if missing else ""
-            params = ", ".join(self.signature.parameters)
+            params = ", ".join(self._spelled_params())
             raise LaunchError(f"{self.fn.__name__}(): {err}{extra}",
                               f"launch it as {self.fn.__name__}[grid]({params})") from None
         bound.apply_defaults()
@@ -100,6 +113,7 @@ class Kernel:
 
     def _specialize(self, bound: dict[str, Any], target: str | None
                     ) -> tuple[str, list[tuple[str, Any]], dict[str, ArgSpec]]:
+        check_comptime_values(self.fn.__name__, bound, self.comptime)
         specs = {name: classify(value, name) for name, value in bound.items()
                  if name not in self.comptime}
         if target is None:
@@ -129,15 +143,21 @@ class Kernel:
         return optimize(build_kernel(self.fn, params))
 
     def compiled(self, args: tuple, kwargs: dict) -> tuple[Any, dict[str, Any], dict]:
+        compiled, _written, bound, options = self._compile(args, kwargs)
+        return compiled, bound, options
+
+    def _compile(self, args: tuple, kwargs: dict
+                 ) -> tuple[Any, frozenset[str], dict[str, Any], dict[str, Any]]:
+        """(compiled kernel, names of the arrays it stores to, bound arguments, options)."""
         bound, options = self._bind(args, dict(kwargs))
         target, params, _specs = self._specialize(bound, options.get("target"))
         backend = get_backend(target)
         key = self._key(target, params, backend, options)
-        compiled = self._compiled.get(key)
-        if compiled is None:
-            compiled = backend.compile(self.build(params), options)
-            self._compiled[key] = compiled
-        return compiled, bound, options
+        entry = self._compiled.get(key)
+        if entry is None:
+            fn = self.build(params)
+            entry = self._compiled[key] = (backend.compile(fn, options), written_args(fn))
+        return (*entry, bound, options)
 
     # ---- public ----
 
@@ -148,16 +168,22 @@ class Kernel:
             launcher(normalize_grid(grid, meta, self.fn.__name__), list(args))
             return
         try:
-            compiled, bound, _ = self.compiled(args, kwargs)
+            compiled, written, bound, _ = self._compile(args, kwargs)
         except CompileError as err:
-            raise err.with_traceback(None) from None
-        meta = {name: bound[name] for name in self.comptime}
-        runtime_args = [v for n, v in bound.items() if n not in self.comptime]
+            options = {k: v for k, v in kwargs.items() if k not in OPTIONS}
+            raise with_scalar_array_hint(err, self.signature, args, options
+                                         ).with_traceback(None) from None
+        name = self.fn.__name__
+        meta = {param: bound[param] for param in self.comptime}
+        runtime_names = [n for n in bound if n not in self.comptime]
+        runtime_args = [bound[n] for n in runtime_names]
+        check_writable(name, bound, written)
         trusted = getattr(compiled, "trusted_launcher", None)
         launcher = (trusted(list(runtime_args)) if trusted else None) or compiled.launch
-        compiled.launch(normalize_grid(grid, meta, self.fn.__name__), runtime_args)
+        compiled.launch(normalize_grid(grid, meta, name), runtime_args)
         if fast_key is not None:  # only after a launch that checked everything succeeded
-            self._fast[fast_key] = (meta, launcher)
+            self._fast[fast_key] = (meta, writable_guard(launcher, runtime_args, runtime_names,
+                                                         written, name))
 
     def _fast_entry(self, args: tuple, kwargs: dict) -> tuple[Any, Any]:
         """(key, entry): the fast-path key of this launch (None when it cannot take the fast
@@ -184,8 +210,9 @@ class Kernel:
             if kind is _torch_tensor:  # dtype and device index, flat: no tuple to hash
                 append(value.dtype)
                 append(value.get_device())
-            elif kind is int:
-                append(-(2**31) <= value < 2**31)  # int32 or int64
+            elif kind is int:  # int32, int64, or (unhashable) too big: the full path says so
+                append(True if -(2**31) <= value < 2**31 else
+                       False if -(2**63) <= value < 2**63 else {})
             elif kind is float or kind is bool:
                 append(kind)
             elif kind is np.ndarray:
@@ -196,14 +223,29 @@ class Kernel:
 
     def source(self, target: str, *args: Any, **kwargs: Any) -> str:
         """The generated source for ``target`` (``"cpu"``, ``"triton"``, ``"wgsl"``)."""
-        compiled, _, _ = self.compiled(args, {**kwargs, "target": target})
+        try:
+            if not isinstance(target, str):
+                name, params = self.fn.__name__, ", ".join(self._spelled_params())
+                raise LaunchError(f"{name}.source() takes the target first, got "
+                                  f"{type(target).__name__}", f"write {name}.source("
+                                  f"'cpu', {params}); targets: {', '.join(TARGETS)}")
+            compiled, _, _ = self.compiled(args, {**kwargs, "target": target})
+        except LaunchError as err:
+            raise err.located(user_loc()) from None
+        except CompileError as err:
+            raise err.with_traceback(None) from None
         return compiled.source
 
     def ir(self, *args: Any, **kwargs: Any) -> str:
         """The optimized IR of this specialization, as text."""
-        bound, options = self._bind(args, dict(kwargs))
-        _, params, _ = self._specialize(bound, options.get("target") or "cpu")
-        return print_function(self.build(params))
+        try:
+            bound, options = self._bind(args, dict(kwargs))
+            _, params, _ = self._specialize(bound, options.get("target") or "cpu")
+            return print_function(self.build(params))
+        except LaunchError as err:
+            raise err.located(user_loc()) from None
+        except CompileError as err:
+            raise err.with_traceback(None) from None
 
 
 # torch.Tensor once a launch has seen one (torch is never imported here): the fast key's
@@ -234,25 +276,15 @@ def _hashable(value: Any) -> Any:
         return ("repr", repr(value))
 
 
-def normalize_grid(grid: Any, meta: dict[str, Any], name: str) -> tuple[int, int, int]:
-    """A grid as three non-negative ints (a callable grid is called with the comptime dict)."""
-    if type(grid) is tuple and 1 <= len(grid) <= 3 and all(type(g) is int and g >= 0
-                                                           for g in grid):
-        return grid + (1,) * (3 - len(grid))  # the common case, checked cheaply
-    if callable(grid):
-        grid = grid(meta)
-    if isinstance(grid, int):
-        grid = (grid,)
-    if not isinstance(grid, (tuple, list)) or not 1 <= len(grid) <= 3:
-        raise LaunchError(f"{name}: the grid must be a tuple of 1 to 3 ints, got {grid!r}")
-    dims = []
-    for g in grid:
-        if isinstance(g, bool) or not hasattr(g, "__index__") or int(g) < 0:
-            raise LaunchError(f"{name}: grid sizes must be non-negative ints, got {grid!r}")
-        dims.append(int(g))
-    return tuple(dims + [1] * (3 - len(dims)))  # type: ignore[return-value]
+def kernel(fn: Callable[..., Any] | None = None, **options: Any) -> Kernel:
+    """Decorator: compile ``fn`` as a cubepy kernel (see ``Kernel``). It takes no arguments
+    (``options`` only catch ``@cube.kernel(...)``, to say so at the decorator).
 
-
-def kernel(fn: Callable[..., Any]) -> Kernel:
-    """Decorator: compile ``fn`` as a cubepy kernel (see ``Kernel``)."""
-    return Kernel(fn)
+    Example:
+        >>> @cube.kernel
+        ... def copy(x, out, BLOCK: cube.Comptime[int]):
+        ...     offs = cube.arange(0, BLOCK)
+        ...     cube.store(out + offs, cube.load(x + offs))
+    """
+    check_decorated(fn, options)
+    return Kernel(fn)  # type: ignore[arg-type]

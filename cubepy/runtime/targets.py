@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 from typing import Any
@@ -32,12 +33,30 @@ def get_backend(name: str) -> Any:
 
         return CpuBackend(debug=name == "cpu:debug")
     if name not in _MODULES:
-        raise LaunchError(f"unknown target {name!r}; targets are {', '.join(TARGETS)}")
+        raise LaunchError(f"unknown target {name!r}", _target_hint(name))
     module = _optional_module(_MODULES[name])
     if module is None or not module.available():
         raise LaunchError(f"target '{name}' is not available on this machine: "
-                          f"{module.why_unavailable() if module else 'its package is missing'}")
+                          f"{module.why_unavailable() if module else 'its package is missing'}",
+                          f"pass one of the targets here: target="
+                          f"{' | '.join(repr(t) for t in available_targets())}")
     return module.make_backend()
+
+
+# what users call a device, and the target that runs on it
+_ALIASES = {"cuda": "triton", "gpu": "triton", "rocm": "triton", "hip": "triton",
+            "nvidia": "triton", "amd": "triton", "webgpu": "wgsl", "wgpu": "wgsl",
+            "vulkan": "wgsl", "metal": "wgsl", "dx12": "wgsl", "numba": "cpu",
+            "host": "cpu", "debug": "cpu:debug"}
+
+
+def _target_hint(name: Any) -> str:
+    """What to write instead of the unknown target ``name``."""
+    listing = f"targets: {', '.join(TARGETS)}"
+    spelled = str(name).lower().strip()
+    alias = _ALIASES.get(spelled) or next(iter(difflib.get_close_matches(spelled, TARGETS, 1)),
+                                          None)
+    return f"did you mean target={alias!r}? {listing}" if alias else listing
 
 
 @functools.cache

@@ -139,7 +139,9 @@ class CpuKernel:
                 arrays.append(host_view(arg, name))
             else:
                 raise LaunchError(f"argument '{name}' must be a NumPy array on the cpu "
-                                  f"target, got {type(arg).__name__}")
+                                  f"target, got {type(arg).__name__}",
+                                  f"pass np.asarray({name}) ({name}.numpy() for a torch CPU "
+                                  "tensor), or cube.asarray(..., device='cpu')")
         if self.entry is not None and all(
                 t is not None or a.flags.writeable for a, t in zip(arrays, self.scalar_types)):
             self._launch_native(grid, arrays)

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import LaunchError
+from ..hostarrays import check_strides
 from .adapter import NumpyTensor, TorchLikeDtype, numpy_dtype_name
 
 INT32_MAX = 2**31 - 1
@@ -296,6 +297,7 @@ def to_launch_arg(name: str, value: Any, *, interpreter: bool) -> Any:
     if isinstance(value, np.ndarray):
         if not interpreter:
             raise host_array_on_gpu_error(name)
+        check_strides(value.strides, value.dtype.itemsize, name)
         return NumpyTensor(value)
     if isinstance(value, (NumpyTensor, DevicePointer)) or _is_torch_tensor(value):
         # torch tensors go as they are on both paths: Triton's interpreter copies CUDA tensors
@@ -309,6 +311,8 @@ def to_launch_arg(name: str, value: Any, *, interpreter: bool) -> Any:
                 "(no GPU driver, or CUBEPY_TRITON_INTERPRET=1); pass a NumPy array"
             )
         shape, strides = _cai_shape_strides(cai)
+        # the strides are in elements here: only their signs are left to check
+        check_strides(strides, 1, name, "cupy.ascontiguousarray({name})")
         return DevicePointer(
             address=int(cai["data"][0] or 0),
             dtype=TorchLikeDtype(_dtype_from_typestr(cai["typestr"])),
@@ -326,6 +330,7 @@ def to_launch_arg(name: str, value: Any, *, interpreter: bool) -> Any:
                 f"argument {name!r} is a {pointer.device} array but the triton target runs on the "
                 "interpreter; pass a NumPy array"
             )
+        check_strides(pointer.strides, 1, name, "{name}.contiguous() or its library's own")
         return pointer
     return value
 
