@@ -133,6 +133,6 @@ def test_gpu_direct_launches_match_numpy_for_every_class():
             torch.cuda.synchronize()
             expected = 2.0 * np.arange(offset, offset + n, dtype=np.float32) + 1.0
             np.testing.assert_array_equal(out.cpu().numpy(), expected)
-    compiled = next(iter(axpy._compiled.values()))
+    compiled, _stored_to = next(iter(axpy._compiled.values()))
     plain, _ = compiled._direct_launchers
     assert plain.direct and len(plain.kernels) >= 4  # aligned or not, n = 1, 16 or neither
