@@ -86,7 +86,10 @@ def trunc(x):
 
 @cube.func
 def sign(x):
-    return cube.where(x > 0, 1, cube.where(x < 0, -1, 0)).to(x.dtype)
+    r = cube.where(x > 0, 1, cube.where(x < 0, -1, 0)).to(x.dtype)
+    if x.dtype.is_float:  # NaN is neither > 0 nor < 0; NumPy's sign gives it back
+        r = cube.where(x != x, x, r)
+    return r
 
 
 @cube.func

@@ -187,6 +187,8 @@ def arg_kernel(x, xo, rs0, rs1, rs2, rs3, rd1, rd2, rd3, n_rows,
             tile_best = cube.min(v, axis=1)
             tile_at = cube.argmin(v, axis=1)
             better = tile_best < best
+        if best.dtype.is_float:  # the first NaN wins, as NumPy's (no NaN is > or < one)
+            better = better | ((tile_best != tile_best) & (best == best))
         at = start + tile_at
         if PARTIALS:
             found = cube.load(part_index + rows[:, None] * n_cols + cols[None, :], mask=m,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import UnsupportedError
-from ..ir import Function, Loc, walk
+from ..ir import Function, Loc, Op, Operation, walk
 
 
 @dataclass(frozen=True)
@@ -65,3 +65,14 @@ def _refuse(info: TargetInfo, dtype: str, loc: Loc | None, what: str) -> None:
     raise UnsupportedError(
         f"target '{info.name}'{device} does not support {dtype} ({what})", loc,
         f"use one of {', '.join(sorted(info.dtypes))}, or run on another target")
+
+
+def shift_in_range(op: Operation) -> bool:
+    """Whether a shift's amount is a constant from 0 to below the width: the one case every
+    target's own shift gets right. Other amounts need a guard: cubepy shifts as NumPy does
+    (by the width or more, or by a negative amount, ``<<`` gives 0 and ``>>`` 0 or -1), but
+    WGSL takes the amount modulo the width and LLVM's shifts give poison."""
+    amount = op.operands[1].owner
+    if amount is None or amount.op is not Op.CONST:
+        return False
+    return 0 <= int(amount.attrs["value"]) < op.operands[0].type.dtype.bits

@@ -162,6 +162,24 @@ def test_operators(backend, ref, rng):
                      on(b, i) >> 1, ~(on(b, i) > 3)), backend, ref)
 
 
+def test_nan_like_numpy(backend, ref, rng):
+    """NaN through sign, a cast to bool (True), maximum/minimum, relu and clamp (NaN)."""
+    x = random_tensor(rng, (4, 9), "float32")
+    y = random_tensor(rng, (4, 9), "float32")
+    x[:, :2] = y[:, 1:3] = np.nan
+    check(lambda b: (burn.sign(on(b, x)), on(b, x).to(burn.bool), burn.relu(on(b, x)),
+                     burn.maximum(on(b, x), on(b, y)), burn.minimum(on(b, x), on(b, y)),
+                     on(b, x).clamp(-0.5, 0.5)), backend, ref)
+
+
+def test_shifts_past_the_width(backend, ref, rng):
+    """NumPy's: by 32 or more (or a negative amount) `<<` gives 0 and `>>` 0 or -1."""
+    i = random_tensor(rng, (4, 8), "int32")
+    s = rng.choice(np.array([0, 5, 31, 32, 33, 64, 100, -1], np.int32), (4, 8))
+    check(lambda b: (on(b, i) << on(b, s), on(b, i) >> on(b, s), on(b, i) << 40,
+                     on(b, i) >> 40), backend, ref)
+
+
 def test_bad_input(backend, rng):
     x = on(backend, random_tensor(rng, (3, 4), "float32"))
     y = on(backend, random_tensor(rng, (5,), "float32"))

@@ -144,6 +144,18 @@ def test_long_rows_split_over_cubes(backend, ref, rng):
     check(lambda b: on(b, ints).cumsum(0), backend, ref)
 
 
+@pytest.mark.parametrize("op", ["max", "min", "argmax", "argmin"])
+def test_nan_like_numpy(backend, ref, rng, op):
+    """max/min give NaN and argmax/argmin the first NaN's index, in one tile or across the
+    cubes a long row is split over."""
+    x = random_tensor(rng, SHAPE, "float32")
+    x[0, 5] = x[0, 30] = x[2, 36] = x[3] = np.nan  # rows 1, 4 and 5 have none
+    check(lambda b: getattr(on(b, x), op)(1), backend, ref)
+    long = random_tensor(rng, (2, LONG), "float32")
+    long[0, 54321] = long[0, 60000] = np.nan  # far from the first tile, in row 0 only
+    check(lambda b: getattr(on(b, long), op)(1), backend, ref)
+
+
 def test_empty_and_single(backend, ref, rng):
     empty = np.zeros((6, 0), np.float32)
     check(lambda b: on(b, empty).sum(1), backend, ref)  # 0

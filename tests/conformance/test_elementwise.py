@@ -349,6 +349,53 @@ def test_bitwise_and_shifts(target, rng, dtype):
 
 
 @cube.kernel
+def shift_past_width_kernel(x, s, k, o_shl, o_shr, o_shl_k, o_shr_k, o_shl_c, o_shr_c,
+                            R: cube.Comptime[int], C: cube.Comptime[int]):
+    if R == 1:  # a 1-D kernel (the cpu target's lane loops) or a 2-D one (its tile form)
+        offs = cube.arange(0, C)
+    else:
+        offs = cube.arange(0, R)[:, None] * C + cube.arange(0, C)[None, :]
+    a = cube.load(x + offs)
+    amount = cube.load(s + offs)
+    cube.store(o_shl + offs, a << amount)
+    cube.store(o_shr + offs, a >> amount)
+    cube.store(o_shl_k + offs, a << k)  # a run-time scalar amount
+    cube.store(o_shr_k + offs, a >> k)
+    cube.store(o_shl_c + offs, a << 100)  # a constant amount past every width
+    cube.store(o_shr_c + offs, a >> 100)
+
+
+@pytest.mark.parametrize("shape", [(1, 128), (4, 32)], ids=["1d", "2d"])
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint32"])
+def test_shifts_past_the_width(target, rng, dtype, shape):
+    """NumPy's shifts: by the width or more, or by a negative amount, `<<` gives 0 and `>>`
+    0 or -1 (WGSL takes the amount modulo the width; LLVM gives poison)."""
+    info = np.iinfo(np_dtype(dtype))
+    bits = info.bits
+    x = rng.integers(info.min, int(info.max) + 1, shape, dtype=np.int64).astype(dtype)
+    x.flat[:4] = [info.min, info.max, 1, 0]
+    amounts = [0, 1, bits - 1, bits, bits + 1, 2 * bits, 100, info.max]
+    if info.min < 0:
+        amounts += [-1, -bits, info.min]
+    s = rng.choice(np.array(amounts, np.int64), shape).astype(dtype)
+    outs = [poison(shape, dtype) for _ in range(6)]
+    with np.errstate(all="ignore"):
+        for k in (bits, bits + 3, -1 if info.min < 0 else info.max):
+            k = np_dtype(dtype).type(k)
+            if not run_or_expect_unsupported(
+                target,
+                [dtype],
+                lambda k=k: shift_past_width_kernel[(1,)](
+                    x, s, k, *outs, R=shape[0], C=shape[1], target=target),
+            ):
+                return
+            expected = [x << s, x >> s, x << k, x >> k, x << np_dtype(dtype).type(100),
+                        x >> np_dtype(dtype).type(100)]
+            for got, want in zip(outs, expected):
+                assert_close(got.reshape(shape), want)
+
+
+@cube.kernel
 def bool_ops_kernel(x, y, o_and, o_or, o_xor, o_not, o_cmp, n, BLOCK: cube.Comptime[int]):
     offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
     mask = offs < n

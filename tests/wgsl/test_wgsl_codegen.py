@@ -329,6 +329,37 @@ def test_reductions_and_scans_on_every_path(options, shape):
     assert outs[4][0] == x.sum()
 
 
+@cube.kernel
+def nan_reductions_2d(x, maxes, mins, argmaxes, argmins, R: cube.Comptime[int],
+                      C: cube.Comptime[int]):
+    rows = cube.arange(0, R)
+    v = cube.load(x + rows[:, None] * C + cube.arange(0, C)[None, :])
+    cube.store(maxes + rows, cube.max(v, axis=1))
+    cube.store(mins + rows, cube.min(v, axis=1))
+    cube.store(argmaxes + rows, cube.argmax(v, axis=1))
+    cube.store(argmins + rows, cube.argmin(v, axis=1))
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: str(o) or "default")
+@pytest.mark.parametrize("shape", [(4, 4), (8, 32), (2, 256), (16, 64), (1, 1024)])
+def test_nan_reductions_on_every_path(options, shape):
+    """max/min propagate NaN and argmax/argmin find the first NaN (NumPy's), whether the
+    partials meet in shuffles, subgroup reductions or workgroup memory."""
+    rows, cols = shape
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[rng.random(shape) < 2.0 / cols] = np.nan
+    x[0, cols // 2:] = np.nan  # a row whose NaNs start late, and one NaN elsewhere
+    x[-1, -1] = np.nan
+    outs = [np.zeros(rows, np.float32), np.zeros(rows, np.float32),
+            np.zeros(rows, np.int32), np.zeros(rows, np.int32)]
+    _run(nan_reductions_2d, options, (1,), x, *outs, R=rows, C=cols)
+    np.testing.assert_array_equal(outs[0], x.max(axis=1))
+    np.testing.assert_array_equal(outs[1], x.min(axis=1))
+    np.testing.assert_array_equal(outs[2], x.argmax(axis=1))
+    np.testing.assert_array_equal(outs[3], x.argmin(axis=1))
+
+
 @pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: str(o) or "default")
 @pytest.mark.parametrize("blocks", [(64, 64, 16), (16, 32, 8)])
 def test_dot_on_every_path(options, blocks):

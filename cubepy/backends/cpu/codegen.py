@@ -14,6 +14,7 @@ from ...ir import Block, Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.ops import NOT_PURE
 from ...ir.rules import reduce_dtype
+from ..base import shift_in_range
 from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access
 from .dots import DotAccumulation
@@ -298,7 +299,31 @@ class CpuEmitter(DotAccumulation, PyEmitter):
     def binary(self, op: Operation) -> None:
         a, b = op.operands
         sym = BINARY_PY[op.op]
+        if op.op in (Op.SHL, Op.SHR) and not shift_in_range(op):
+            self.set(op, self._guarded_shift(op))
+            return
         self.set(op, f"{self.n(a)} {sym} {self.n(b)}")
+
+    def _guarded_shift(self, op: Operation) -> str:
+        """NumPy's shift for any amount: by the width or more, or by a negative amount, ``<<``
+        gives 0 and ``>>`` the sign (0 or -1). Numba's shifts are LLVM's: poison there (x86
+        takes the amount modulo 64)."""
+        a, k = (self.n(v) for v in op.operands)
+        dtype, k_dtype = op.operands[0].type.dtype, op.operands[1].type.dtype
+        zero, last = f"{reg(k_dtype)}(0)", f"{reg(k_dtype)}({dtype.bits - 1})"
+        sym = BINARY_PY[op.op]
+        # past the width: everything out, or for a signed `>>`, as by width - 1
+        to_sign = op.op is Op.SHR and dtype.kind == "i"
+        if op.operands[1].type.is_scalar:
+            ok = f"{zero} <= {k} <= {last}"
+            if to_sign:
+                return f"{a} >> ({k} if {ok} else {last})"
+            return f"({a} {sym} {k} if {ok} else {a} ^ {a})"
+        ok = self.fresh("ok")
+        self.line(f"{ok} = ({k} >= {zero}) & ({k} <= {last})")
+        if to_sign:
+            return f"{a} >> np.where({ok}, {k}, {last})"
+        return f"np.where({ok}, {a} {sym} np.where({ok}, {k}, {zero}), {reg(dtype)}(0))"
 
     def cast(self, op: Operation) -> None:
         (x,) = op.operands

@@ -144,8 +144,9 @@ def rargmax(x):
     for i in range(x.shape[0]):
         best, at = x[i, 0], 0
         for j in range(1, x.shape[1]):
-            if x[i, j] > best:
-                best, at = x[i, j], j
+            v = x[i, j]
+            if v > best or (v != v and best == best):  # the first NaN wins, as NumPy's
+                best, at = v, j
         out[i] = at
     return out
 
@@ -155,8 +156,9 @@ def rargmin(x):
     for i in range(x.shape[0]):
         best, at = x[i, 0], 0
         for j in range(1, x.shape[1]):
-            if x[i, j] < best:
-                best, at = x[i, j], j
+            v = x[i, j]
+            if v < best or (v != v and best == best):  # the first NaN wins, as NumPy's
+                best, at = v, j
         out[i] = at
     return out
 

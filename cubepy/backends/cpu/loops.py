@@ -222,8 +222,11 @@ class LoopEmitter(CpuEmitter):
             # identity (-inf for max), integers from the first lane
             head = "" if x.type.dtype.is_float else f"{first} or "
             self.line(f"if {head}{value} {better} {acc} or {value} != {value}: {acc} = {value}")
-        else:  # argmax / argmin: the first best lane
+        else:  # argmax / argmin: the first best lane, or the first NaN (as NumPy's)
             better = ">" if kind == "argmax" else "<"
-            self.line(f"if {first} or {value} {better} {acc}_best:")
+            test = f"{value} {better} {acc}_best"
+            if x.type.dtype.is_float:  # a NaN, unless the best is one already
+                test += f" or ({value} != {value} and {acc}_best == {acc}_best)"
+            self.line(f"if {first} or {test}:")
             self.line(f"    {acc}_best = {value}")
             self.line(f"    {acc} = {self.lane}")

@@ -141,6 +141,37 @@ def _tag_interpreter_comparisons() -> None:
         setattr(InterpreterBuilder, attr, tagged)
 
 
+def _fast_interpreter_nan_reductions() -> None:
+    """Run the prelude's NaN-aware reductions (``tl.reduce`` with ``_max_nan``...) through
+    NumPy on the interpreter.
+
+    The interpreter has NumPy fast paths only for Triton's own combine functions; any other
+    is called once per element from Python, some hundred times slower on a 1024-wide tile.
+    NumPy's ``max``/``argmax``... are exactly what the combines compute.
+    """
+    from triton.runtime.interpreter import ReduceOps
+
+    from .prelude import NAN_REDUCTIONS
+
+    original = getattr(ReduceOps, "apply_impl", None)
+    if original is None or not hasattr(ReduceOps, "min_max") or getattr(original, "_cubepy",
+                                                                         False):
+        return  # a Triton whose interpreter is built otherwise: the combines run, slowly
+
+    def apply_impl(self: Any, input: Any) -> Any:
+        name = getattr(getattr(self.combine_fn, "fn", None), "__name__", None)
+        kind = NAN_REDUCTIONS.get(name)
+        if kind is None:
+            return original(self, input)
+        if kind.startswith("arg"):
+            return self.min_max(input[0], val_reduce_op=getattr(np, kind[3:]),
+                                idx_reduce_op=getattr(np, kind))
+        return self.min_max(input[0], val_reduce_op=getattr(np, kind))
+
+    apply_impl._cubepy = True  # type: ignore[attr-defined]
+    ReduceOps.apply_impl = apply_impl
+
+
 class TritonKernel:
     """One specialization: ``source`` (what runs), ``aot`` (target -> ``aot.CompiledAsm``)."""
 
@@ -149,6 +180,7 @@ class TritonKernel:
         self.interpret = interpret
         if interpret:
             _tag_interpreter_comparisons()
+            _fast_interpreter_nan_reductions()
         self.num_warps = int(options.get("num_warps") or 4)
         self.num_stages = int(options.get("num_stages") or 3)
         # only what the user chose: Triton's own defaults are the same, and its launcher is

@@ -33,6 +33,7 @@ import numpy as np
 from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.rules import reduce_dtype
+from ..base import shift_in_range
 from ..pyemit import PyEmitter
 from .descriptors import BlockCopyEmitter
 from .prelude import CONSTANTS, HELPERS
@@ -274,6 +275,11 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
         elif kind is Op.DIV:
             a, b = (self.n(v) for v in op.operands)
             self.assign(op, f"{a} / {b}")
+        elif kind in (Op.SHL, Op.SHR) and not shift_in_range(op):
+            helper = f"_{kind.value}"
+            self.helpers.add(helper)
+            a, b = (self.n(v) for v in op.operands)
+            self.assign(op, f"{helper}({a}, {b}, {op.operands[0].type.dtype.bits})")
         elif kind in PY_BINARY:
             a, b = (self.n(v) for v in op.operands)
             self.assign(op, f"{a} {PY_BINARY[kind]} {b}")
@@ -448,6 +454,14 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
         elif src.is_bool:  # max/min/argmax/argmin of bool: on int8
             expr = f"tl.{kind}({self.to(self.n(x), src, dt.int8)}, axis={axis})"
             self.assign(op, expr if op.op is Op.ARGREDUCE else f"{expr} != 0")
+        elif src.is_float:  # NaN wins, and argmax/argmin find the first one, as NumPy's
+            self.helpers.add(f"_{kind}_nan")
+            shape = x.type.shape  # argmax: each element's index along the axis goes along
+            ones = tuple(n if d == axis else 1 for d, n in enumerate(shape))
+            index = f"tl.broadcast_to(tl.reshape(tl.arange(0, {shape[axis]}), {ones}), {shape})"
+            operands = self.n(x) if op.op is Op.REDUCE else f"({self.n(x)}, {index})"
+            picked = "" if op.op is Op.REDUCE else "[1]"
+            self.assign(op, f"tl.reduce({operands}, {axis}, _{kind}_nan){picked}")
         else:  # argmax/argmin break ties to the left: the first occurrence, as NumPy's
             self.assign(op, f"tl.{kind}({self.n(x)}, axis={axis})")
 

@@ -47,5 +47,53 @@ def _pow(x, y):
     r = tl.where((x < 0) & (~whole), NAN, r)
     return tl.where(y == 0, 1.0, r)
 ''',
+    "_shl": '''
+@triton.jit
+def _shl(a, k, BITS: tl.constexpr):
+    # NumPy's shift: by the width or more (or by a negative amount) every bit goes out; LLVM's
+    # shl gives poison there, and AMD GPUs take the amount modulo the width
+    ok = (k >= 0) & (k < BITS)
+    return tl.where(ok, a << tl.where(ok, k, 0), 0)
+''',
+    "_shr": '''
+@triton.jit
+def _shr(a, k, BITS: tl.constexpr):
+    # as _shl; past the width a signed value keeps only its sign (0 or -1), as by BITS - 1
+    ok = (k >= 0) & (k < BITS)
+    return tl.where(ok | (a < 0), a >> tl.where(ok, k, BITS - 1), 0)
+''',
+    # NumPy's max/min propagate NaN and its argmax/argmin pick the first NaN; tl.max,
+    # tl.argmax and friends compare with maxnum (NaN loses) and `>`. One tl.reduce with these
+    # combines costs what tl.max does on a GPU (max.NaN is one instruction); the interpreter
+    # runs them through NumPy (backend._fast_interpreter_nan_reductions).
+    "_max_nan": '''
+@triton.jit
+def _max_nan(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_min_nan": '''
+@triton.jit
+def _min_nan(a, b):
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
+''',
+    "_argmax_nan": '''
+@triton.jit
+def _argmax_nan(a, i, b, j):
+    a_nan = a != a
+    b_nan = b != b
+    first = (a > b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (i < j))
+    return tl.where(first, a, b), tl.where(first, i, j)
+''',
+    "_argmin_nan": '''
+@triton.jit
+def _argmin_nan(a, i, b, j):
+    a_nan = a != a
+    b_nan = b != b
+    first = (a < b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (i < j))
+    return tl.where(first, a, b), tl.where(first, i, j)
+''',
 }
+# The NaN-aware combines and the NumPy reductions the interpreter runs them as.
+NAN_REDUCTIONS = {"_max_nan": "max", "_min_nan": "min", "_argmax_nan": "argmax",
+                  "_argmin_nan": "argmin"}
 CONSTANTS = {"INF": 'INF = tl.constexpr(float("inf"))', "NAN": 'NAN = tl.constexpr(float("nan"))'}

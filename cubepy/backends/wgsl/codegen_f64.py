@@ -29,7 +29,7 @@ _LOG = [1.0 / (2 * j + 1) for j in range(12)]
 F64_HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
     # name: (helpers it calls, WGSL text)
     "exp_f64": ((), f"""fn exp_f64(x: f64) -> f64 {{
-    if (x != x) {{ return x; }}
+    if (!(x == x)) {{ return x; }}  // NaN: lavapipe folds a float `!=` on NaN to false
     if (x > 709.782712893384lf) {{ return bitcast<f64>(0x7ff0000000000000li); }}
     if (x < -745.1332191019412lf) {{ return 0.0lf; }}
     // x = n ln2 + r, |r| <= ln2 / 2; exp(r) by Taylor to r^13
@@ -48,7 +48,7 @@ F64_HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
     return sum;
 }"""),
     "log_f64": ((), f"""fn log_f64(x_in: f64) -> f64 {{
-    if (x_in != x_in || x_in < 0.0lf) {{ return bitcast<f64>(0x7ff8000000000000li); }}
+    if (!(x_in == x_in) || x_in < 0.0lf) {{ return bitcast<f64>(0x7ff8000000000000li); }}
     if (x_in == 0.0lf) {{ return bitcast<f64>(-4503599627370496li); }}
     if (x_in > 1.7976931348623157e308lf) {{ return x_in; }}
     var x = x_in;
@@ -66,7 +66,7 @@ F64_HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
     return fe * 6.93147180369123816490e-01lf + (fe * 1.90821492927058770002e-10lf + 2.0lf * s * p);
 }}"""),
     "sincos_f64": ((), f"""fn sincos_f64(x: f64, want_cos: bool) -> f64 {{
-    if (abs(x) > 1.0e15lf || x != x) {{ return bitcast<f64>(0x7ff8000000000000li); }}
+    if (abs(x) > 1.0e15lf || !(x == x)) {{ return bitcast<f64>(0x7ff8000000000000li); }}
     // x = k pi/2 + r, |r| <= pi/4 (pi/2 in three parts), then Taylor to r^21
     let k = floor(x * 0.6366197723675814lf + 0.5lf);
     let r = ((x - k * 1.57079632673412561417lf) - k * 6.07710050630396597660e-11lf)

@@ -1,11 +1,13 @@
 """WGSL expressions of elementwise ops, with the cpu target's semantics: Python floor
-division and modulo, float to int casts that truncate, NaN-propagating max and min."""
+division and modulo, float to int casts that truncate, NaN-propagating max and min, NumPy's
+shifts by the width or more."""
 
 from __future__ import annotations
 
 import re
 
 from ...ir import Op, Operation
+from ..base import shift_in_range
 from . import codegen_types as ty
 from .codegen_f64 import F64_HELPERS, f64_call
 
@@ -62,10 +64,11 @@ class OpsMixin:
                 return f"({a} {'&' if kind is Op.AND else '|' if kind is Op.OR else '!='} {b})"
             return f"({a} {'&' if kind is Op.AND else '|' if kind is Op.OR else '^'} {b})"
         if kind in (Op.SHL, Op.SHR):
-            amount = args[1]
+            if not shift_in_range(op):  # NumPy's result past the width (helper's comment)
+                return f"{self.use_helper(kind.value, t)}({args[0]}, {args[1]})"
             # naga refuses u32() of a 64-bit literal: write a literal amount as u32 directly
-            literal = re.fullmatch(r"\(?(-?\d+)(?:li|lu|i|u)?\)?", amount)
-            amount = f"{int(literal.group(1)) & 63}u" if literal else f"u32({amount})"
+            literal = re.fullmatch(r"\(?(-?\d+)(?:li|lu|i|u)?\)?", args[1])
+            amount = f"{int(literal.group(1))}u" if literal else f"u32({args[1]})"
             return f"({args[0]} {'<<' if kind is Op.SHL else '>>'} {amount})"
         if kind is Op.FLOORDIV:
             if dtype.is_float:
@@ -86,8 +89,8 @@ class OpsMixin:
             cmp = ">" if kind is Op.MAXIMUM else "<"
             if dtype.is_bool:
                 return f"({a} {'|' if kind is Op.MAXIMUM else '&'} {b})"
-            if dtype.is_float:  # NaN wins, as in NumPy
-                return f"select({a}, {b}, {b} {cmp} {a} || {b} != {b})"
+            if dtype.is_float:  # NaN wins, as in NumPy (`==`: lavapipe folds NaN `!=`)
+                return f"select({a}, {b}, {b} {cmp} {a} || !({b} == {b}))"
             return f"{'max' if kind is Op.MAXIMUM else 'min'}({a}, {b})"
         if kind is Op.NEG:
             return f"(-{args[0]})"

@@ -34,9 +34,25 @@ class ReduceMixin:
         cmp = ">" if kind == "max" else "<"
         if dtype.is_bool:
             return f"({a} {'|' if kind == 'max' else '&'} {b})"
-        if dtype.is_float:
-            return f"select({a}, {b}, {b} {cmp} {a} || {b} != {b})"
+        if dtype.is_float:  # NaN wins (`==`: lavapipe folds a float `!=` on NaN to false)
+            return f"select({a}, {b}, {b} {cmp} {a} || !({b} == {b}))"
         return f"{'max' if kind == 'max' else 'min'}({a}, {b})"
+
+    def _replaces(self, base: str, dtype: dt.DType, v: str, best: str, i: str | None = None,
+                  at: str | None = None) -> str:
+        """Whether value ``v`` (index ``i``) replaces ``best`` (index ``at``) in an argmax
+        (``base`` "max") or argmin: it is larger (smaller), or the first NaN, as NumPy's;
+        without indices ``v`` comes later, so a tie keeps ``best``. NaN tests use ``==``:
+        lavapipe folds a float ``!=`` on NaN to false."""
+        cmp = ">" if base == "max" else "<"
+        earlier = "" if i is None else f" || ({v} == {best} && {i} < {at})"
+        if not dtype.is_float:
+            return f"{v} {cmp} {best}{earlier}"
+        v_nan, best_nan = f"!({v} == {v})", f"!({best} == {best})"
+        # a select, not one `||` chain: lavapipe runs the chain as branches, 1.5x the time
+        # of an argmax over workgroup memory
+        nan_earlier = "false" if i is None else f"{v_nan} && {i} < {at}"
+        return f"select({v} {cmp} {best} || {v_nan}{earlier}, {nan_earlier}, {best_nan})"
 
     def _identity(self, kind: str, dtype: dt.DType) -> str:
         if kind == "sum":
@@ -84,8 +100,8 @@ class ReduceMixin:
             if not is_arg:
                 self.line(f"{val} = {self._combine(base_kind, acc_dtype, val, value)};")
                 return
-            cmp = ">" if base_kind == "max" else "<"
-            self.line(f"if ({value} {cmp} {val}) {{ {val} = {value}; {arg} = {index}; }}")
+            better = self._replaces(base_kind, acc_dtype, value, val)
+            self.line(f"if ({better}) {{ {val} = {value}; {arg} = {index}; }}")
 
         def partial(i: str) -> None:
             """Fold this invocation's elements of output i / per into val (and arg)."""
@@ -182,9 +198,8 @@ class ReduceMixin:
                     ov, oi = self.fresh("ov"), self.fresh("oi")
                     self.line(f"let {ov} = subgroupShuffleXor({val}, {m}u);")
                     self.line(f"let {oi} = subgroupShuffleXor({arg}, {m}u);")
-                    cmp = ">" if base == "max" else "<"
-                    self.line(f"if ({ov} {cmp} {val} || ({ov} == {val} && {oi} < {arg})) "
-                              f"{{ {val} = {ov}; {arg} = {oi}; }}")
+                    better = self._replaces(base, dtype, ov, val, oi, arg)
+                    self.line(f"if ({better}) {{ {val} = {ov}; {arg} = {oi}; }}")
                 else:
                     other = f"subgroupShuffleXor({val}, {m}u)"
                     self.line(f"{val} = {self._combine(kind, dtype, val, other)};")
@@ -199,15 +214,22 @@ class ReduceMixin:
             self.barrier()
             return sv, si, 1
         if sg:
+            fn = {"sum": "subgroupAdd", "max": "subgroupMax", "min": "subgroupMin"}[base]
+            # subgroupMax/Min of floats may drop NaN (SPIR-V leaves it unspecified): a NaN in
+            # any lane is found apart and wins, as in NumPy; its first lane is the argmax
+            nan = self.fresh("nan") if dtype.is_float and base != "sum" else None
+            if nan:
+                self.line(f"let {nan} = subgroupMax(select(0u, 1u, !({val} == {val}))) != 0u;")
+            best = f"select({fn}({val}), {ty.literal(float('nan'), dtype)}, {nan})" if nan \
+                else f"{fn}({val})"
             if is_arg:
-                best = self.fresh("best")
-                fn = "subgroupMax" if base == "max" else "subgroupMin"
-                self.line(f"let {best} = {fn}({val});")
-                self.line(f"{arg} = subgroupMin(select(2147483647i, {arg}, {val} == {best}));")
-                self.line(f"{val} = {best};")
-            else:
-                fn = {"sum": "subgroupAdd", "max": "subgroupMax", "min": "subgroupMin"}[kind]
-                self.line(f"{val} = {fn}({val});")
+                name = self.fresh("best")
+                self.line(f"let {name} = {best};")
+                hit = f"select({val} == {name}, !({val} == {val}), {nan})" if nan \
+                    else f"{val} == {name}"
+                self.line(f"{arg} = subgroupMin(select(2147483647i, {arg}, {hit}));")
+                best = name
+            self.line(f"{val} = {best};")
             groups = per // sg
             sv = self.smem.alloc(st, max(1, items // sg))
             si = self.smem.alloc("i32", max(1, items // sg)) if is_arg else None
@@ -231,10 +253,9 @@ class ReduceMixin:
             a, b = f"{sv}[lid]", f"{sv}[lid + {s}i]"
             self.line(f"if (lid < {items}i && lid % {per}i < {s}i) {{")
             if is_arg:
-                cmp = ">" if base == "max" else "<"
                 ia, ib = f"{si}[lid]", f"{si}[lid + {s}i]"
-                self.line(f"    if ({b} {cmp} {a} || ({b} == {a} && {ib} < {ia})) "
-                          f"{{ {a} = {b}; {ia} = {ib}; }}")
+                better = self._replaces(base, dtype, b, a, ib, ia)
+                self.line(f"    if ({better}) {{ {a} = {b}; {ia} = {ib}; }}")
             else:
                 va, vb = self.from_shared(a, t), self.from_shared(b, t)
                 self.line(f"    {a} = {self.to_shared(self._combine(kind, dtype, va, vb), t)};")
@@ -266,9 +287,9 @@ class ReduceMixin:
         j = self.fresh("j")
         self.line(f"for (var {j} = 1i; {j} < {count}i; {j}++) {{")
         if is_arg:
-            cmp = ">" if base == "max" else "<"
             self.line(f"    let cv = {at(sv, j)}; let ci = {at(si, j)};")
-            self.line(f"    if (cv {cmp} {v} || (cv == {v} && ci < {a})) {{ {v} = cv; {a} = ci; }}")
+            better = self._replaces(base, dtype, "cv", v, "ci", a)
+            self.line(f"    if ({better}) {{ {v} = cv; {a} = ci; }}")
         else:
             self.line(f"    {v} = {self._combine(kind, dtype, v, self.from_shared(at(sv, j), t))};")
         self.line("}")

@@ -150,11 +150,13 @@ def highest(dtype: dt.DType) -> str:
 
 def convert(expr: str, src: dt.DType, dst: dt.DType) -> str:
     """``expr`` (a register value of ``src``) converted to ``dst`` as the cpu target does:
-    floats truncate toward zero into integers, anything nonzero is true."""
+    floats truncate toward zero into integers, anything nonzero (NaN too) is true."""
     if src == dst:
         return expr
     s, d = REG[src.name], REG[dst.name]
     if dst.is_bool:
+        if src.is_float:  # lavapipe folds a float `!=` to false on NaN; NaN is true
+            return f"(!({expr} == {literal(0, src)}))"
         return f"({expr} != {literal(0, src)})"
     if src.is_bool:
         return f"select({literal(0, dst)}, {literal(1, dst)}, {expr})"
@@ -208,6 +210,14 @@ HELPERS = {
     }}
     return pow(a, b);
 }}""",
+    # NumPy's shifts: by the width or more (or by a negative amount) every bit goes out, where
+    # WGSL takes the amount modulo the width (`1 << 33` would be 2).
+    "shl": """fn shl_{T}(a: {T}, k: {T}) -> {T} {{
+    return select({Z}, a << u32(k), k >= {Z} && k < {W});
+}}""",
+    "shr": """fn shr_{T}(a: {T}, k: {T}) -> {T} {{
+    return select(select({Z}, a >> {W1}u, a < {Z}), a >> u32(k), k >= {Z} && k < {W});
+}}""",
     "erf": """fn erf_{T}(x: {T}) -> {T} {{
     // |error| < 1.2e-7 (Numerical Recipes' erfc by a Chebyshev fit).
     let z = abs(x);
@@ -225,4 +235,6 @@ def helper(kind: str, t: str) -> tuple[str, str]:
     """(function name, WGSL text) of a helper for register type ``t``."""
     zero_, one = {"i32": ("0i", "1i"), "u32": ("0u", "1u"), "i64": ("0li", "1li"),
                   "f32": ("0.0f", "1.0f"), "f64": ("0.0lf", "1.0lf")}[t]
-    return f"{kind}_{t}", HELPERS[kind].format(T=t, Z=zero_, O=one)
+    bits = 64 if "64" in t else 32
+    width = f"{bits}{zero_[1:]}"  # the bit width as a literal of type t: 32i, 32u, 64li
+    return f"{kind}_{t}", HELPERS[kind].format(T=t, Z=zero_, O=one, W=width, W1=bits - 1)
