@@ -33,7 +33,7 @@ import numpy as np
 from .. import config
 from ..errors import LaunchError
 from ..lang.builtins import Func
-from ..runtime.args import classify, target_for
+from ..runtime.args import classify, is_array, target_for
 from ..runtime.jit import Kernel
 from ..runtime.targets import get_backend
 
@@ -53,15 +53,6 @@ def pow2_anchor(n: int) -> int:
 
 
 # ---- arrays: which arguments are arrays, their dtype and layout class ----
-
-def is_array(value: Any) -> bool:
-    """True for the arrays a launch accepts: NumPy, CUDA (torch, CuPy), ``cube.DeviceArray``."""
-    if isinstance(value, np.ndarray) or hasattr(value, "__cube_device_array__"):
-        return True
-    if hasattr(value, "__cuda_array_interface__"):
-        return True
-    return hasattr(value, "data_ptr") and hasattr(value, "dtype") and hasattr(value, "shape")
-
 
 def dtype_name(value: Any, name: str = "array") -> str:
     """The cubepy name of an array's dtype (``"float32"``), or its own spelling."""

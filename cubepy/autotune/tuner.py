@@ -25,6 +25,7 @@ import numpy as np
 from .. import config as settings_module
 from ..backends.base import TargetInfo
 from ..errors import CubeError, LaunchError, user_stacklevel
+from ..runtime.args import is_array
 from ..runtime.jit import OPTIONS, Kernel
 from ..runtime.targets import cuda_available, target_info
 from . import cache, misuse
@@ -43,7 +44,6 @@ from .key import (
     TuneKey,
     bound_key,
     fingerprint,
-    is_array,
     make_key,
     repeat_key,
     resolve_target,
