@@ -215,6 +215,29 @@ def test_torch_cpu_tensor_on_the_cpu_target():
     assert "x.numpy() for a torch CPU tensor" in _hint(msg)
 
 
+@pytest.mark.skipif("wgsl" not in cube.available_targets(), reason="needs the wgsl target")
+def test_foreign_array_on_the_wgsl_target():
+    x, out = _arrays()
+    tensor = Tensor(x)
+    kern = cube.kernel(plain_fn)
+    with pytest.raises(cube.LaunchError) as info:
+        kern[(1,)](tensor, out, 16, BLOCK=16, target="wgsl")
+    msg = check_user_error(info.value, test_foreign_array_on_the_wgsl_target,
+                           'kern[(1,)](tensor, out, 16, BLOCK=16, target="wgsl")',
+                           "argument 'x' must be a NumPy array or a cube.DeviceArray")
+    assert "pass np.asarray(x), or upload it once with cube.DeviceArray" in _hint(msg)
+
+
+@pytest.mark.parametrize(("module", "words"), [
+    ("torch", "pass t.numpy() for a CPU tensor (t.cpu().numpy() for a CUDA one)"),
+    ("cupy", "pass x.get() (a NumPy copy)")])
+def test_wgsl_hint_for_torch_and_cupy_arrays(module, words):
+    from cubepy.backends.wgsl.backend import foreign_array_hint
+
+    array = type("ndarray", (), {"__module__": module})()
+    assert foreign_array_hint(array).startswith(words)
+
+
 def test_unknown_target_at_launch():
     x, out = _arrays()
     kern = cube.kernel(plain_fn)

@@ -78,12 +78,12 @@ def layout_class(value: Any) -> str:
 
     Example:
         >>> a = np.zeros((4, 8))
-        >>> layout_class(a), layout_class(a.T), layout_class(a[:, ::2])
-        ('c', 'f', 's')
+        >>> layout_class(a), layout_class(a.T), layout_class(a[:, ::2]), layout_class(a[:0, ::2])
+        ('c', 'f', 's', 'c')
     """
     strides = _element_strides(value)
     shape = tuple(int(s) for s in getattr(value, "shape", ()))
-    if strides is None:  # cube.DeviceArray and friends are always contiguous
+    if strides is None or 0 in shape:  # DeviceArrays are contiguous; so is an empty array
         return "c"
     dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
 

@@ -47,7 +47,8 @@ def test_anchors_and_layout_classes():
         4096,
     ]
     a = np.zeros((4, 6), np.float32)
-    assert [key.layout_class(v) for v in (a, a.T, a[:, ::2], a[:1])] == ["c", "f", "s", "c"]
+    assert [key.layout_class(v) for v in (a, a.T, a[:, ::2], a[:1], a[:0, ::2])] == [
+        "c", "f", "s", "c", "c"]
 
 
 def test_sizes_in_one_bucket_share_a_result(cache_dir):

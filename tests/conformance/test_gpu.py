@@ -33,6 +33,7 @@ MEM = importlib.import_module("test_memory")
 CF = importlib.import_module("test_control_flow")
 SH = importlib.import_module("test_shapes")
 DT = importlib.import_module("test_dtypes")
+NAN = importlib.import_module("test_nan")
 
 
 def _dev(a: np.ndarray):
@@ -234,6 +235,22 @@ def test_gpu_atomic_max_min(rng, dtype):
     np.minimum.at(mn0, idx, x)
     assert_close(mx, mx0)
     assert_close(mn, mn0)
+
+
+@pytest.mark.parametrize("case", ["one_update_per_slot", "many_updates_per_slot"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gpu_atomic_max_min_with_nan(rng, dtype, case):
+    """As np.maximum.at/np.minimum.at, with NaN values and NaN slots of both signs: on the GPU
+    many lanes race for each slot, and PTX's bit-level NaN handling differs from the
+    interpreter's."""
+    for _ in range(5):
+        x, idx, slots = getattr(NAN, case)(rng, dtype)
+        n = len(x)
+        mx, mn = slots.copy(), slots.copy()
+        old_mx, old_mn = poison(n, dtype), poison(n, dtype)
+        gpu(NAN.atomic_nan_kernel, (cdiv(n, 128),), x, idx, mx, mn, old_mx, old_mn, n,
+            BLOCK=128)
+        NAN.check_atomic_nan(x, idx, slots, mx, mn, old_mx, old_mn)
 
 
 def test_gpu_control_flow(rng):

@@ -5,13 +5,31 @@ in parallel threads, so a plain read-modify-write would lose updates), acquire-r
 Triton: a cube's stores before an atomic are seen by a cube that reads its result after (the
 split-K matmul hands its partial sums over so). In debug mode the grid runs sequentially and
 the same functions are plain Python.
+
+Float max and min follow NumPy's ``np.maximum.at``/``np.minimum.at`` (and the other targets): a
+NaN value makes the slot NaN, a NaN slot stays NaN, and -0.0 counts as less than +0.0, so the
+result does not depend on the order in which the grid's updates land. LLVM's ``atomicrmw
+fmax``/``fmin`` are maxnum/minnum (NaN loses, the sign of a zero is unspecified), so these are
+compare-exchange loops on the bits, which is also what LLVM expands ``fmax`` into on x86.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 OPS = ("add", "max", "min", "xchg")
+
+
+def _float_replaces(kind: str, old: float, val: float) -> bool:
+    """Whether a float atomic max/min turns ``old`` into ``val`` (see the module docstring)."""
+    if math.isnan(old):
+        return False
+    if math.isnan(val) or (val > old if kind == "max" else val < old):
+        return True
+    sign_old, sign_val = math.copysign(1.0, old), math.copysign(1.0, val)
+    return val == old and (sign_val > sign_old if kind == "max" else sign_val < sign_old)
 
 
 def py_rmw(kind: str):
@@ -19,6 +37,9 @@ def py_rmw(kind: str):
         old = arr[idx]
         if kind == "add":
             arr[idx] = old + val
+        elif kind in ("max", "min") and isinstance(old, np.floating):
+            if _float_replaces(kind, float(old), float(val)):
+                arr[idx] = val
         elif kind == "max":
             arr[idx] = max(old, val)
         elif kind == "min":
@@ -29,6 +50,51 @@ def py_rmw(kind: str):
     return rmw
 
 
+def _element_pointer(context, builder, signature, args):
+    """The address of ``arr[idx]`` for an intrinsic whose first two arguments are those."""
+    from numba.core import cgutils, types
+
+    arr_t, idx_t = signature.args[:2]
+    ary = context.make_array(arr_t)(context, builder, args[0])
+    idx_v = context.cast(builder, args[1], idx_t, types.intp)
+    return cgutils.get_item_pointer(context, builder, arr_t, ary, [idx_v], wraparound=False)
+
+
+def _float_minmax_loop(kind: str, builder, ptr, val):
+    """LLVM IR: a compare-exchange loop that applies a float max/min to ``*ptr``; returns the
+    old value. The comparisons carry no fast-math flags, so NaN compares as IEEE says."""
+    from llvmlite import ir
+
+    int_t = ir.IntType(32 if isinstance(val.type, ir.FloatType) else 64)
+    sign = ir.Constant(int_t, 1 << (int_t.width - 1))
+    zero = ir.Constant(int_t, 0)
+    bits_ptr = builder.bitcast(ptr, int_t.as_pointer())
+    val_bits = builder.bitcast(val, int_t)
+    entry = builder.block
+    first = builder.load_atomic(bits_ptr, "monotonic", int_t.width // 8)
+    loop = builder.append_basic_block("float_minmax.loop")
+    done = builder.append_basic_block("float_minmax.done")
+    builder.branch(loop)
+    builder.position_at_end(loop)
+    cur_bits = builder.phi(int_t)
+    cur_bits.add_incoming(first, entry)
+    cur = builder.bitcast(cur_bits, val.type)
+    beats = builder.fcmp_ordered(">" if kind == "max" else "<", val, cur)
+    # -0.0 < +0.0: a max replaces -0.0 by +0.0, a min +0.0 by -0.0
+    low, high = (sign, zero) if kind == "max" else (zero, sign)
+    zero_tie = builder.and_(builder.icmp_unsigned("==", cur_bits, low),
+                            builder.icmp_unsigned("==", val_bits, high))
+    replaces = builder.or_(builder.or_(beats, zero_tie),
+                           builder.fcmp_unordered("uno", val, val))
+    replaces = builder.and_(replaces, builder.fcmp_ordered("ord", cur, cur))
+    new_bits = builder.select(replaces, val_bits, cur_bits)
+    pair = builder.cmpxchg(bits_ptr, cur_bits, new_bits, "acq_rel", "acquire")
+    cur_bits.add_incoming(builder.extract_value(pair, 0), loop)
+    builder.cbranch(builder.extract_value(pair, 1), done, loop)
+    builder.position_at_end(done)
+    return cur
+
+
 def py_cas(arr, idx, cmp, val):
     old = arr[idx]
     if old == cmp:
@@ -37,27 +103,25 @@ def py_cas(arr, idx, cmp, val):
 
 
 def numba_rmw(kind: str):
-    from numba.core import cgutils, types
+    from numba.core import types
     from numba.extending import intrinsic
 
     @intrinsic
     def rmw(typingctx, arr, idx, val):
         dtype = arr.dtype
+        float_minmax = isinstance(dtype, types.Float) and kind in ("max", "min")
         if isinstance(dtype, types.Float):
-            llvm_op = {"add": "fadd", "max": "fmax", "min": "fmin", "xchg": "xchg"}[kind]
+            llvm_op = {"add": "fadd", "xchg": "xchg"}.get(kind)
         elif getattr(dtype, "signed", True):
             llvm_op = {"add": "add", "max": "max", "min": "min", "xchg": "xchg"}[kind]
         else:
             llvm_op = {"add": "add", "max": "umax", "min": "umin", "xchg": "xchg"}[kind]
 
         def codegen(context, builder, signature, args):
-            arr_t, idx_t, val_t = signature.args
-            arr_v, idx_v, val_v = args
-            ary = context.make_array(arr_t)(context, builder, arr_v)
-            idx_v = context.cast(builder, idx_v, idx_t, types.intp)
-            ptr = cgutils.get_item_pointer(context, builder, arr_t, ary, [idx_v],
-                                           wraparound=False)
-            val_v = context.cast(builder, val_v, val_t, dtype)
+            ptr = _element_pointer(context, builder, signature, args)
+            val_v = context.cast(builder, args[2], signature.args[2], dtype)
+            if float_minmax:
+                return _float_minmax_loop(kind, builder, ptr, val_v)
             return builder.atomic_rmw(llvm_op, ptr, val_v, "acq_rel")
 
         return dtype(arr, idx, val), codegen
@@ -67,7 +131,7 @@ def numba_rmw(kind: str):
 
 def numba_cas():
     from llvmlite import ir
-    from numba.core import cgutils, types
+    from numba.core import types
     from numba.extending import intrinsic
 
     @intrinsic
@@ -75,12 +139,9 @@ def numba_cas():
         dtype = arr.dtype
 
         def codegen(context, builder, signature, args):
-            arr_t, idx_t, cmp_t, val_t = signature.args
-            arr_v, idx_v, cmp_v, val_v = args
-            ary = context.make_array(arr_t)(context, builder, arr_v)
-            idx_v = context.cast(builder, idx_v, idx_t, types.intp)
-            ptr = cgutils.get_item_pointer(context, builder, arr_t, ary, [idx_v],
-                                           wraparound=False)
+            _, _, cmp_t, val_t = signature.args
+            _, _, cmp_v, val_v = args
+            ptr = _element_pointer(context, builder, signature, args)
             cmp_v = context.cast(builder, cmp_v, cmp_t, dtype)
             val_v = context.cast(builder, val_v, val_t, dtype)
             if isinstance(dtype, types.Float):  # cmpxchg compares integers: use the bits

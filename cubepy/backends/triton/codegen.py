@@ -36,7 +36,7 @@ from ...ir.rules import reduce_dtype
 from ..base import shift_in_range
 from ..pyemit import PyEmitter
 from .descriptors import BlockCopyEmitter
-from .prelude import CONSTANTS, HELPERS
+from .prelude import ATOMICS, CONSTANTS, FLOAT_ATOMICS, HELPERS
 
 HALF = ("float16", "bfloat16")
 PY_BINARY = {
@@ -50,8 +50,6 @@ TL_MATH = {
     Op.SQRT: "tl.sqrt", Op.RSQRT: "tl.rsqrt", Op.SIN: "tl.sin", Op.COS: "tl.cos",
     Op.ERF: "tl.erf", Op.SIGMOID: "tl.sigmoid", Op.FLOOR: "tl.floor", Op.CEIL: "tl.ceil",
 }
-ATOMICS = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min",
-           "xchg": "tl.atomic_xchg"}
 # The type the launcher passes for a scalar of each dtype; narrower ones are cast on entry
 # (Triton's launcher is sure to pack these, on every version cubepy supports).
 TRANSPORT = {
@@ -415,8 +413,10 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
             return
         val = rest[0]
         mask = rest[1] if len(rest) > 1 else None
-        call = f"{ATOMICS[op.attrs['kind']]}({self.n(ptr)}, {tile(val)}"
-        call += self._masked_args(mask, None) + ")"
+        fn = (FLOAT_ATOMICS if ptr.type.dtype.is_float else ATOMICS)[op.attrs["kind"]]
+        if fn in HELPERS:  # float max/min: NaN and -0.0 as the prelude says
+            self.helpers |= {fn, "_atomic_minmax_nan"}
+        call = f"{fn}({self.n(ptr)}, {tile(val)}{self._masked_args(mask, None)})"
         if op.result.id not in self.uses:
             self.line(call)
             return

@@ -92,7 +92,61 @@ def _argmin_nan(a, i, b, j):
     first = (a < b) | (a_nan & ~b_nan) | (((a == b) | (a_nan & b_nan)) & (i < j))
     return tl.where(first, a, b), tl.where(first, i, j)
 ''',
+    # Float atomic max/min as NumPy's np.maximum.at/np.minimum.at: a NaN value makes the slot
+    # NaN, a NaN slot (either sign bit) stays NaN, and -0.0 < +0.0, so the result does not
+    # depend on the order the updates land in. tl.atomic_max/min on floats are integer atomics
+    # on the bits (signed max for a value whose sign bit is clear, unsigned min for one whose
+    # bit is set; mirrored for min): they order numbers and zeros so, but a NaN value of the
+    # wrong sign loses and a NaN slot of the wrong sign is overwritten. These helpers issue the
+    # same two atomics with a NaN value given the winning sign (on the bits: PTX's abs and neg
+    # leave a NaN's sign unspecified), after a plain load that leaves NaN slots alone. The
+    # atomics never turn a NaN of the winning sign back into a number, so the load need only
+    # see NaNs that were there before the kernel (a stale number costs an atomic that keeps
+    # the NaN); a NaN of the other sign stored into the slot by something else during the
+    # kernel (a store, an exchange, an atomic of the other kind) can still be overwritten.
+    # Cost: one load more than tl.atomic_max. A compare-exchange loop costs as much with one
+    # lane per slot but retries once per competing lane when many hit one slot (a global max),
+    # and tl.atomic_cas takes no mask.
+    "_atomic_minmax_nan": '''
+@triton.jit
+def _atomic_minmax_nan(ptr, val, mask, MAX: tl.constexpr):
+    IT: tl.constexpr = tl.int32 if val.dtype == tl.float32 else tl.int64
+    UT: tl.constexpr = tl.uint32 if val.dtype == tl.float32 else tl.uint64
+    SIGN: tl.constexpr = -0x80000000 if val.dtype == tl.float32 else -0x8000000000000000
+    MAGNITUDE: tl.constexpr = 0x7FFFFFFF if val.dtype == tl.float32 else 0x7FFFFFFFFFFFFFFF
+    seen = tl.load(ptr, mask=mask)
+    live = seen == seen
+    if mask is not None:
+        live = live & mask
+    signed_ptr = ptr.to(tl.pointer_type(IT), bitcast=True)
+    unsigned_ptr = ptr.to(tl.pointer_type(UT), bitcast=True)
+    bits = val.to(IT, bitcast=True)
+    if MAX:
+        key = tl.where(val == val, bits, bits & MAGNITUDE)
+        low = tl.atomic_max(signed_ptr, key, mask=live & (key >= 0))
+        high = tl.atomic_min(unsigned_ptr, key.to(UT, bitcast=True), mask=live & (key < 0))
+    else:
+        key = tl.where(val == val, bits, bits | SIGN)
+        low = tl.atomic_min(signed_ptr, key, mask=live & (key >= 0))
+        high = tl.atomic_max(unsigned_ptr, key.to(UT, bitcast=True), mask=live & (key < 0))
+    old = tl.where(key >= 0, low, high.to(IT, bitcast=True)).to(val.dtype, bitcast=True)
+    return tl.where(live, old, seen)
+''',
+    "_atomic_max_nan": '''
+@triton.jit
+def _atomic_max_nan(ptr, val, mask=None):
+    return _atomic_minmax_nan(ptr, val, mask, True)
+''',
+    "_atomic_min_nan": '''
+@triton.jit
+def _atomic_min_nan(ptr, val, mask=None):
+    return _atomic_minmax_nan(ptr, val, mask, False)
+''',
 }
+ATOMICS = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min",
+           "xchg": "tl.atomic_xchg"}
+# Float max/min go through the helpers above; each calls _atomic_minmax_nan.
+FLOAT_ATOMICS = {**ATOMICS, "max": "_atomic_max_nan", "min": "_atomic_min_nan"}
 # The NaN-aware combines and the NumPy reductions the interpreter runs them as.
 NAN_REDUCTIONS = {"_max_nan": "max", "_min_nan": "min", "_argmax_nan": "argmax",
                   "_argmin_nan": "argmin"}

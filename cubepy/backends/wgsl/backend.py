@@ -172,7 +172,8 @@ class WgslKernel:
                 continue
             if not isinstance(arg, np.ndarray):
                 raise LaunchError(f"argument '{name}' must be a NumPy array or a "
-                                  f"cube.DeviceArray on target 'wgsl', got {type(arg).__name__}")
+                                  f"cube.DeviceArray on target 'wgsl', got {type(arg).__name__}",
+                                  hint=foreign_array_hint(arg))
             flat = host_view(arg, name, half_as_uint16=False)
             key = (flat.__array_interface__["data"][0], flat.size, flat.dtype.str)
             dev_array = uploads.get(key)
@@ -202,6 +203,25 @@ class WgslKernel:
 
     def _buffer_index(self, arg_index: int) -> int:
         return sum(1 for v in self.fn.args[:arg_index] if v.type.is_ptr)
+
+
+def foreign_array_hint(arg: Any) -> str:
+    """How to hand another library's array to a wgsl launch (a copy either way: WebGPU buffers
+    are not shared with CUDA or host memory).
+
+    Example:
+        >>> foreign_array_hint([1.0]).startswith("pass np.asarray(x)")
+        True
+    """
+    module = type(arg).__module__.split(".")[0]
+    if module == "torch":
+        return ("pass t.numpy() for a CPU tensor (t.cpu().numpy() for a CUDA one), or upload it "
+                "once with cube.DeviceArray.from_numpy(t.cpu().numpy()) and keep using that")
+    if module == "cupy":
+        return ("pass x.get() (a NumPy copy), or upload it once with "
+                "cube.DeviceArray.from_numpy(x.get()) and keep using that")
+    return ("pass np.asarray(x), or upload it once with cube.DeviceArray.from_numpy(...) and "
+            "keep using that")
 
 
 def _uniform_packer(dtypes: list[str]) -> struct.Struct | None:

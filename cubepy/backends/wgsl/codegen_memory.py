@@ -211,20 +211,30 @@ class MemoryMixin:
             return old
         bits = self.fresh("bits")
         cur = f"bitcast<f32>({bits})"
-        new = {"add": f"{cur} + {val}",
-               "max": f"select({cur}, {val}, {val} > {cur} || {val} != {val})",
-               "min": f"select({cur}, {val}, {val} < {cur} || {val} != {val})"}[kind]
+        new = f"bitcast<u32>({cur} + {val})" if kind == "add" else self.minmax_bits(kind, bits, val)
         r = self.fresh("cas")
         self.line(f"var {bits} = atomicLoad(&{buf}[{off}]);")
         self.line("loop {")
-        self.line(f"    let {r} = atomicCompareExchangeWeak(&{buf}[{off}], {bits}, "
-                  f"bitcast<u32>({new}));")
+        self.line(f"    let {r} = atomicCompareExchangeWeak(&{buf}[{off}], {bits}, {new});")
         self.line(f"    if ({r}.exchanged) {{ break; }}")
         self.line(f"    {bits} = {r}.old_value;")
         self.line("}")
         self.line(f"let {old} = {cur};")
         del dtype
         return old
+
+    @staticmethod
+    def minmax_bits(kind: str, bits: str, val: str) -> str:
+        """The f32 bits a max/min leaves in a slot holding ``bits``, as NumPy's
+        np.maximum.at/np.minimum.at: a NaN value wins, a NaN slot (either sign; tested on the
+        bits) stays, and -0.0 < +0.0 so the result does not depend on the order the updates
+        land in. The NaN value test is `==`: lavapipe folds a float `!=` on NaN to false."""
+        cur, val_bits = f"bitcast<f32>({bits})", f"bitcast<u32>({val})"
+        beats = f"{val} > {cur}" if kind == "max" else f"{val} < {cur}"
+        low, high = ("0x80000000u", "0u") if kind == "max" else ("0u", "0x80000000u")
+        replaces = (f"({bits} & 0x7fffffffu) <= 0x7f800000u && ({beats} || !({val} == {val}) "
+                    f"|| ({bits} == {low} && {val_bits} == {high}))")
+        return f"select({bits}, {val_bits}, {replaces})"
 
     def atomic(self, op: Operation) -> None:
         ptr, *rest = op.operands

@@ -1,0 +1,103 @@
+"""Does the tuner rank configs as ``do_bench`` does? One key of the autotuned flash attention.
+
+    python bench/tuner_check.py [--shape B,H,S,D] [--dtype bfloat16] [--causal] [--rounds 5]
+                                [--reps-ms 5,100] [--heat-s 20]
+
+Tunes ``examples.flash_attention.attention_tuned`` for one key in an empty cache folder, reads
+every candidate's median from the tuner's cache entry, then times each candidate with
+``triton.testing.do_bench`` (each run after a 256 MB cache flush, for ``rep`` ms of runs back
+to back; several ``--reps-ms`` give a column each), all candidates taking turns for
+``--rounds`` rounds. Prints the medians per config and how much slower than the ``do_bench``
+best the tuner's choice is.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["CUBEPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="tuner-check-")
+
+from cubepy.autotune import cache  # noqa: E402
+from examples import flash_attention as fa  # noqa: E402
+
+
+def tuner_medians() -> dict[str, float]:
+    """Config (as JSON text) -> the tuner's median seconds, from the only cache entry."""
+    (path, doc), = [(p, d) for p, d in cache.cache_files(cache.user_dir())
+                    if d and "attention_tuned" in d["kernel"]]
+    entry, = doc["entries"].values()
+    return {json.dumps(t["config"], sort_keys=True): t["median_s"] for t in entry["timings"]
+            if t.get("status") == "ok" and t.get("median_s")}
+
+
+def main() -> int:
+    import torch
+    import triton.testing
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", default="4,32,4096,128")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--reps-ms", default="100",
+                        help="do_bench's rep (ms of back-to-back runs), one column each: a GPU "
+                             "under sustained load clocks down")
+    parser.add_argument("--heat-s", type=float, default=0.0,
+                        help="run the first tuning config back to back this long before "
+                             "tuning, so that the tuner meets a GPU already under load")
+    args = parser.parse_args()
+    batch, heads, seq, head_dim = (int(x) for x in args.shape.split(","))
+    q, k, v = (torch.randn((batch, heads, seq, head_dim), device="cuda",
+                           dtype=getattr(torch, args.dtype)) for _ in range(3))
+    out = torch.empty_like(q)
+    heat_until = time.perf_counter() + args.heat_s
+    while time.perf_counter() < heat_until:
+        for _ in range(20):
+            fa.attention(q, k, v, out, causal=args.causal, block_m=128, block_n=64, num_warps=8)
+        torch.cuda.synchronize()
+    fa.attention_tuned(q, k, v, out, seq, seq, head_dim, args.causal)
+    chosen = json.dumps(fa.attention_tuned.last_config.as_json(), sort_keys=True)
+    tuner = tuner_medians()
+    configs = {text: json.loads(text) for text in tuner}
+
+    def launch(config: dict) -> None:
+        fa.attention(q, k, v, out, causal=args.causal, block_m=config["BM"],
+                     block_n=config["BN"], descriptors=config["DESC"],
+                     num_warps=config["num_warps"], num_stages=config["num_stages"])
+
+    reps = [int(r) for r in args.reps_ms.split(",")]
+    samples = {(text, rep): [] for text in configs for rep in reps}
+    for _ in range(args.rounds):
+        for text, config in configs.items():
+            for rep in reps:
+                samples[text, rep].append(triton.testing.do_bench(
+                    lambda c=config: launch(c), rep=rep, return_mode="median") * 1e-3)
+    bench = {key: statistics.median(times) for key, times in samples.items()}
+    print(f"{torch.cuda.get_device_name()} {args.shape} {args.dtype} causal={args.causal}: "
+          f"tuner chose {chosen}")
+    heads = "".join(f" {f'do_bench {rep} ms':>16}" for rep in reps)
+    print(f"  {'config':<72} {'tuner ms':>9}{heads}")
+    for text in sorted(configs, key=lambda t: bench[t, reps[-1]]):
+        cells = "".join(f" {bench[text, rep] * 1e3:16.3f}" for rep in reps)
+        mark = " <- tuner" if text == chosen else ""
+        print(f"  {text:<72} {tuner[text] * 1e3:9.3f}{cells}{mark}")
+    for rep in reps:
+        best = min(configs, key=lambda t: bench[t, rep])
+        ratios = [tuner[t] / bench[t, rep] for t in configs]
+        print(f"  do_bench rep {rep} ms: the tuner's choice is "
+              f"{bench[chosen, rep] / bench[best, rep]:.3f}x its best; tuner/do_bench time per "
+              f"config {min(ratios):.3f}-{max(ratios):.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
