@@ -1,14 +1,15 @@
 """Does the tuner rank configs as ``do_bench`` does? One key of the autotuned flash attention.
 
     python bench/tuner_check.py [--shape B,H,S,D] [--dtype bfloat16] [--causal] [--rounds 5]
-                                [--reps-ms 5,100] [--heat-s 20]
+                                [--reps-ms 5,100] [--heat-s 20] [--tuner-flush-mb 256]
 
-Tunes ``examples.flash_attention.attention_tuned`` for one key in an empty cache folder, reads
-every candidate's median from the tuner's cache entry, then times each candidate with
-``triton.testing.do_bench`` (each run after a 256 MB cache flush, for ``rep`` ms of runs back
-to back; several ``--reps-ms`` give a column each), all candidates taking turns for
-``--rounds`` rounds. Prints the medians per config and how much slower than the ``do_bench``
-best the tuner's choice is.
+Tunes ``examples.flash_attention.attention_tuned`` for one key in an empty cache folder and
+reads every candidate's median from the tuner's cache entry. Then times each candidate, all
+taking turns for ``--rounds`` rounds, three ways: ``triton.testing.do_bench`` (each run after
+a 256 MB cache flush, for ``rep`` ms of runs; several ``--reps-ms`` give a column each); 50
+launches back to back without a flush, as a model's loop makes them; the tuner's own clock
+outside the tuner (5 runs, each from a cold L2). Prints the medians per config and how much
+slower than each column's best the tuner's choice is.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 os.environ["CUBEPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="tuner-check-")
 
 from cubepy.autotune import cache  # noqa: E402
+from cubepy.autotune.clocks import CudaEventTimer  # noqa: E402
 from examples import flash_attention as fa  # noqa: E402
 
 
@@ -37,6 +39,38 @@ def tuner_medians() -> dict[str, float]:
     entry, = doc["entries"].values()
     return {json.dumps(t["config"], sort_keys=True): t["median_s"] for t in entry["timings"]
             if t.get("status") == "ok" and t.get("median_s")}
+
+
+def pretend_l2(size: int) -> None:
+    """Make torch report an L2 cache of ``size`` bytes (the tuner's timer zeroes twice it)."""
+    import torch
+
+    real = torch.cuda.get_device_properties
+
+    class Properties:
+        L2_cache_size = size
+
+        def __init__(self, device):
+            self._real = real(device)
+
+        def __getattr__(self, name):
+            return getattr(self._real, name)
+
+    torch.cuda.get_device_properties = Properties
+
+
+def loop_seconds(launch, count: int = 50) -> float:
+    """Seconds per launch of ``count`` launches back to back (CUDA events around all)."""
+    import torch
+
+    launch()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(count):
+        launch()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e-3 / count
 
 
 def main() -> int:
@@ -51,11 +85,16 @@ def main() -> int:
     parser.add_argument("--reps-ms", default="100",
                         help="do_bench's rep (ms of back-to-back runs), one column each: a GPU "
                              "under sustained load clocks down")
+    parser.add_argument("--tuner-flush-mb", type=int, default=0,
+                        help="make the tuner zero this many MB before each run (by telling it "
+                             "the L2 is half that size) instead of twice the L2")
     parser.add_argument("--heat-s", type=float, default=0.0,
                         help="run the first tuning config back to back this long before "
                              "tuning, so that the tuner meets a GPU already under load")
     args = parser.parse_args()
     batch, heads, seq, head_dim = (int(x) for x in args.shape.split(","))
+    if args.tuner_flush_mb:
+        pretend_l2(args.tuner_flush_mb << 19)
     q, k, v = (torch.randn((batch, heads, seq, head_dim), device="cuda",
                            dtype=getattr(torch, args.dtype)) for _ in range(3))
     out = torch.empty_like(q)
@@ -75,25 +114,40 @@ def main() -> int:
                      num_warps=config["num_warps"], num_stages=config["num_stages"])
 
     reps = [int(r) for r in args.reps_ms.split(",")]
-    samples = {(text, rep): [] for text in configs for rep in reps}
+    samples = {(text, rep): [] for text in configs for rep in reps + ["loop", "timer", "timer1"]}
     for _ in range(args.rounds):
         for text, config in configs.items():
             for rep in reps:
                 samples[text, rep].append(triton.testing.do_bench(
                     lambda c=config: launch(c), rep=rep, return_mode="median") * 1e-3)
+    for _ in range(args.rounds):  # as in a model's loop: back to back, no flush between
+        for text, config in configs.items():
+            samples[text, "loop"].append(loop_seconds(lambda c=config: launch(c)))
+    timer = CudaEventTimer("torch")  # the tuner's clock, outside the tuner
+    for _ in range(args.rounds):
+        for text, config in configs.items():
+            samples[text, "timer"].append(timer(lambda c=config: launch(c), 5) / 5)
+    print(f"  the tuner's clock zeroed the L2 {timer.flushes} times before each run "
+          f"({timer.flush_seconds * 1e6:.0f} µs each)")
+    timer.flushes, timer._cover = 1, lambda seconds: None  # as do_bench: one zeroing
+    for _ in range(args.rounds):
+        for text, config in configs.items():
+            samples[text, "timer1"].append(timer(lambda c=config: launch(c), 5) / 5)
     bench = {key: statistics.median(times) for key, times in samples.items()}
     print(f"{torch.cuda.get_device_name()} {args.shape} {args.dtype} causal={args.causal}: "
           f"tuner chose {chosen}")
-    heads = "".join(f" {f'do_bench {rep} ms':>16}" for rep in reps)
+    reps += ["loop", "timer", "timer1"]
+    names = {"loop": "50 in a loop", "timer": "tuner's clock", "timer1": "one zeroing"}
+    heads = "".join(f" {names.get(rep, f'do_bench {rep} ms'):>16}" for rep in reps)
     print(f"  {'config':<72} {'tuner ms':>9}{heads}")
-    for text in sorted(configs, key=lambda t: bench[t, reps[-1]]):
+    for text in sorted(configs, key=lambda t: bench[t, "loop"]):
         cells = "".join(f" {bench[text, rep] * 1e3:16.3f}" for rep in reps)
         mark = " <- tuner" if text == chosen else ""
         print(f"  {text:<72} {tuner[text] * 1e3:9.3f}{cells}{mark}")
     for rep in reps:
         best = min(configs, key=lambda t: bench[t, rep])
         ratios = [tuner[t] / bench[t, rep] for t in configs]
-        print(f"  do_bench rep {rep} ms: the tuner's choice is "
+        print(f"  {names.get(rep, f'do_bench {rep} ms')}: the tuner's choice is "
               f"{bench[chosen, rep] / bench[best, rep]:.3f}x its best; tuner/do_bench time per "
               f"config {min(ratios):.3f}-{max(ratios):.3f}", flush=True)
     return 0
