@@ -176,6 +176,9 @@ def attention(q: Any, k: Any, v: Any, out: Any, *, causal: bool = False,
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     if not (scale > 0.0 and math.isfinite(scale)):  # each row's max is taken before scaling
         raise ValueError(f"scale must be positive and finite, got {scale}")
+    for name, block in (("block_m", block_m), ("block_n", block_n)):
+        if block < 16 or block & (block - 1):  # a tile side, and dot's smallest on GPUs
+            raise ValueError(f"{name} must be a power of two of at least 16, got {block}")
     if target is not None:
         options["target"] = target
     grid = (cube.cdiv(seq_q, block_m), batch * heads)

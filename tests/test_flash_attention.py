@@ -109,6 +109,14 @@ def test_too_many_elements_for_32_bit_offsets():
         flash_attention.attention(big, big, big, big, target="cpu")
 
 
+@pytest.mark.parametrize(("blocks", "name"), [((48, 16), "block_m"), ((32, 8), "block_n")])
+def test_blocks_must_be_powers_of_two_from_16(blocks, name):
+    q = np.zeros((1, 1, 8, 16), np.float32)
+    with pytest.raises(ValueError, match=f"{name} must be a power of two of at least 16"):
+        flash_attention.attention(q, q, q, np.empty_like(q), block_m=blocks[0],
+                                  block_n=blocks[1], target="cpu")
+
+
 @pytest.mark.parametrize("scale", [0.0, -0.5, float("nan"), float("inf")])
 def test_scale_must_be_positive_and_finite(scale):
     q = np.zeros((1, 1, 8, 16), np.float32)
