@@ -7,7 +7,7 @@ For each shape, dtype and mask: the first call of ``examples.flash_attention.att
 (cold tuning of its key, with compiles), the largest difference from
 ``torch.nn.functional.scaled_dot_product_attention`` (with ``is_causal`` where masked), then
 both timed in turns (five ``do_bench`` medians each, a cold L2 every run) and their medians
-compared. torch picks its fastest fused kernel (FlashAttention-2 on sm_90 for these dtypes);
+compared. torch picks its own fused kernel for sm_90 (flash or cuDNN attention);
 TFLOP/s count 4 * B * H * S^2 * D, halved when causal.
 """
 
