@@ -124,7 +124,9 @@ def test_scale_must_be_positive_and_finite(scale):
         flash_attention.attention(q, q, q, np.empty_like(q), scale=scale, target="cpu")
 
 
-def test_no_queries_launches_nothing():
+def test_no_queries_is_accepted():
+    """An empty q (and out) passes the checks: the autotune key's layout class once called
+    an empty array strided, and attention refused it as not contiguous."""
     q = np.zeros((1, 2, 0, 16), np.float32)
     k = np.ones((1, 2, 5, 16), np.float32)
     flash_attention.attention(q, k, k, np.empty_like(q), target="cpu")

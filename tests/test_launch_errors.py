@@ -131,21 +131,32 @@ def test_bad_grids(grid, words, hint):
 # ---------------------------------------------------------------- arguments
 
 
-@pytest.mark.parametrize("make_x, words, hint", [
-    (lambda x: list(x), ("argument 'x' is a list",), "pass an array: np.asarray(x, dtype="),
-    (lambda x: None, ("argument 'x' is a NoneType",), "pass a NumPy, CuPy or torch array"),
+WGSL = pytest.mark.skipif("wgsl" not in cube.available_targets(),
+                          reason="needs the wgsl target")
+
+
+@pytest.mark.parametrize("make_x, words, hint, target", [
+    (lambda x: list(x), ("argument 'x' is a list",), "pass an array: np.asarray(x, dtype=",
+     "cpu:debug"),
+    (lambda x: None, ("argument 'x' is a NoneType",), "pass a NumPy, CuPy or torch array",
+     "cpu:debug"),
     (lambda x: x.astype(np.complex64), ("complex64", "not supported"),
-     "pass x.real and x.imag as two float arrays"),
-    (lambda x: x.astype(np.uint16), ("uint16", "not supported"), "pass x.astype(np.float32)"),
+     "pass x.real and x.imag as two float arrays", "cpu:debug"),
+    (lambda x: x.astype(np.uint16), ("uint16", "not supported"), "pass x.astype(np.float32)",
+     "cpu:debug"),
+    pytest.param(lambda x: Tensor(x),
+                 ("argument 'x' must be a NumPy array or a cube.DeviceArray",),
+                 "pass np.asarray(x), or upload it once with cube.DeviceArray", "wgsl",
+                 marks=WGSL, id="foreign-array-on-wgsl"),
 ])
-def test_arguments_a_kernel_cannot_take(make_x, words, hint):
+def test_arguments_a_kernel_cannot_take(make_x, words, hint, target):
     x, out = _arrays()
     bad = make_x(x)
     kern = cube.kernel(plain_fn)
     with pytest.raises(cube.LaunchError) as info:
-        kern[(1,)](bad, out, 16, BLOCK=16, target="cpu:debug")
+        kern[(1,)](bad, out, 16, BLOCK=16, target=target)
     msg = check_user_error(info.value, test_arguments_a_kernel_cannot_take,
-                           'kern[(1,)](bad, out, 16, BLOCK=16, target="cpu:debug")', *words)
+                           "kern[(1,)](bad, out, 16, BLOCK=16, target=target)", *words)
     assert hint in _hint(msg)
 
 
@@ -181,7 +192,7 @@ def test_zero_d_array_meant_as_a_scalar():
     assert "pass n.item() for a scalar" in _hint(msg)
 
 
-@pytest.mark.skipif("wgsl" not in cube.available_targets(), reason="needs the wgsl target")
+@WGSL
 def test_arrays_on_two_devices():
     x, out = _arrays()
     on_gpu = cube.asarray(out, device="wgpu")
@@ -213,19 +224,6 @@ def test_torch_cpu_tensor_on_the_cpu_target():
     msg = check_user_error(info.value, test_torch_cpu_tensor_on_the_cpu_target,
                            "kern[(1,)](tensor, out, 16, BLOCK=16)", "argument 'x'", "Tensor")
     assert "x.numpy() for a torch CPU tensor" in _hint(msg)
-
-
-@pytest.mark.skipif("wgsl" not in cube.available_targets(), reason="needs the wgsl target")
-def test_foreign_array_on_the_wgsl_target():
-    x, out = _arrays()
-    tensor = Tensor(x)
-    kern = cube.kernel(plain_fn)
-    with pytest.raises(cube.LaunchError) as info:
-        kern[(1,)](tensor, out, 16, BLOCK=16, target="wgsl")
-    msg = check_user_error(info.value, test_foreign_array_on_the_wgsl_target,
-                           'kern[(1,)](tensor, out, 16, BLOCK=16, target="wgsl")',
-                           "argument 'x' must be a NumPy array or a cube.DeviceArray")
-    assert "pass np.asarray(x), or upload it once with cube.DeviceArray" in _hint(msg)
 
 
 @pytest.mark.parametrize(("module", "words"), [
