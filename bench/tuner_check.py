@@ -4,7 +4,8 @@
                                 [--reps-ms 5,100] [--heat-s 20] [--tuner-flush-mb 256]
 
 Tunes ``examples.flash_attention.attention_tuned`` for one key in an empty cache folder and
-reads every candidate's median from the tuner's cache entry. Then times each candidate, all
+reads every candidate's median from the tuner's cache entry (the final's, timed under
+sustained load, and the cold-start medians of those it dropped). Then times each candidate, all
 taking turns for ``--rounds`` rounds, three ways: ``triton.testing.do_bench`` (each run after
 a 256 MB cache flush, for ``rep`` ms of runs; several ``--reps-ms`` give a column each); 50
 launches back to back without a flush, as a model's loop makes them; the tuner's own clock
@@ -32,13 +33,15 @@ from cubepy.autotune.clocks import CudaEventTimer  # noqa: E402
 from examples import flash_attention as fa  # noqa: E402
 
 
-def tuner_medians() -> dict[str, float]:
-    """Config (as JSON text) -> the tuner's median seconds, from the only cache entry."""
+def tuner_medians() -> dict[str, tuple[float, str]]:
+    """Config (as JSON text) -> the tuner's median seconds and its status (``ok``: timed in
+    the final, sustained on CUDA; ``dropped``: from a cold start), from the only entry."""
     (path, doc), = [(p, d) for p, d in cache.cache_files(cache.user_dir())
                     if d and "attention_tuned" in d["kernel"]]
     entry, = doc["entries"].values()
-    return {json.dumps(t["config"], sort_keys=True): t["median_s"] for t in entry["timings"]
-            if t.get("status") == "ok" and t.get("median_s")}
+    return {json.dumps(t["config"], sort_keys=True): (t["median_s"], t["status"])
+            for t in entry["timings"]
+            if t.get("status") in ("ok", "dropped") and t.get("median_s")}
 
 
 def pretend_l2(size: int) -> None:
@@ -143,10 +146,12 @@ def main() -> int:
     for text in sorted(configs, key=lambda t: bench[t, "loop"]):
         cells = "".join(f" {bench[text, rep] * 1e3:16.3f}" for rep in reps)
         mark = " <- tuner" if text == chosen else ""
-        print(f"  {text:<72} {tuner[text] * 1e3:9.3f}{cells}{mark}")
+        median, status = tuner[text]
+        mark += "" if status == "ok" else f" ({status} cold)"
+        print(f"  {text:<72} {median * 1e3:9.3f}{cells}{mark}")
     for rep in reps:
         best = min(configs, key=lambda t: bench[t, rep])
-        ratios = [tuner[t] / bench[t, rep] for t in configs]
+        ratios = [tuner[t][0] / bench[t, rep] for t in configs]
         print(f"  {names.get(rep, f'do_bench {rep} ms')}: the tuner's choice is "
               f"{bench[chosen, rep] / bench[best, rep]:.3f}x its best; tuner/do_bench time per "
               f"config {min(ratios):.3f}-{max(ratios):.3f}", flush=True)

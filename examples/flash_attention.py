@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 import cubepy as cube
-from cubepy.autotune.key import layout_class
+from cubepy.autotune import layout_class
 
 try:
     from . import common

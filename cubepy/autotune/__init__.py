@@ -16,8 +16,8 @@ Example:
 
 from .cache import AutotuneCacheWarning
 from .config import Config
-from .key import TuneKey, pow2_anchor
+from .key import TuneKey, layout_class, pow2_anchor
 from .tuner import STATS, Autotuner, AutotuneWarning, Stats, TuneContext, autotune
 
 __all__ = ["Config", "autotune", "Autotuner", "TuneContext", "TuneKey", "Stats", "STATS",
-           "AutotuneWarning", "AutotuneCacheWarning", "pow2_anchor"]
+           "AutotuneWarning", "AutotuneCacheWarning", "layout_class", "pow2_anchor"]

@@ -3,7 +3,8 @@
 
 - ``cpu`` (and Triton's interpreter): the host clock, runs back to back.
 - ``triton`` on a CUDA GPU: CUDA events of torch or CuPy, each run timed alone from a cold L2
-  cache (``CudaEventTimer``).
+  cache (``CudaEventTimer``); its ``settle(once, count)`` queues untimed runs first, for the
+  tuner's final under sustained load.
 - ``wgsl``: timestamp queries, or the wall clock where the device has none.
 
 Example:
@@ -21,7 +22,9 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-Timer = Callable[..., float]  # timer(once, count=1): seconds of ``count`` runs of ``once()``
+# timer(once, count=1): seconds of ``count`` runs of ``once()``. A timer may also have
+# settle(once, count): ``count`` untimed runs queued before the timed ones (CudaEventTimer).
+Timer = Callable[..., float]
 
 _FLUSH_BYTES = 256 << 20  # when the L2 cache's size is unknown
 _MAX_FLUSHES = 64
@@ -107,6 +110,16 @@ class CudaEventTimer:
             self._cover(host)
         events[-1][1].synchronize()
         return sum(self._elapsed(start, end) for start, end in events)
+
+    def settle(self, run: Callable[[], Any], count: int) -> None:
+        """Queue ``count`` runs, each after the usual zeroings, untimed and without waiting:
+        the timed runs queued next find the GPU clocked as sustained work of this kernel
+        leaves it (at its power cap an H200 slows within 50-130 ms, by how much depending on
+        the kernel; the tuner's final is timed this way)."""
+        for _ in range(count):
+            for _ in range(self.flushes):
+                self._flush()
+            run()
 
     def _cover(self, host_seconds: float) -> None:
         """More zeroings from the next run on when launches take the host longer than they

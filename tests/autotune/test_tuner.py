@@ -323,3 +323,67 @@ def test_a_lucky_start_does_not_decide_a_close_race():
     outcomes = _scripted_benchmark(seconds)
     assert statistics.median(outcomes[1].samples[:10]) < outcomes[0].median  # led at first
     assert min(outcomes, key=lambda o: o.median).index == 0
+
+
+class _ThrottlingClock:
+    """A scripted GPU clock with ``settle``: a run of config I takes ``seconds_of(I, streak)``,
+    ``streak`` being how many runs of I came just before it (a power cap slows a kernel
+    only once it has run back to back a while)."""
+
+    def __init__(self, seconds_of):
+        self.seconds_of, self.last, self.streak, self.pending = seconds_of, None, 0, []
+        self.settled = []
+
+    def run(self, config):
+        index = config.kwargs["I"]
+        self.streak = self.streak + 1 if index == self.last else 0
+        self.last = index
+        self.pending.append(self.seconds_of(index, self.streak))
+        return np.zeros(2)
+
+    def __call__(self, once, count: int = 1) -> float:
+        self.pending.clear()
+        for _ in range(count):
+            once()
+        return sum(self.pending)
+
+    def settle(self, once, count: int) -> None:
+        self.settled.append(count)
+        for _ in range(count):
+            once()
+
+
+def test_the_final_on_a_power_capped_gpu_is_timed_sustained():
+    # C0 leads from a cold start but slows after 20 runs back to back (it draws the most
+    # power); C1 is 7 % behind cold but steady; C2 (25 % behind) is not a contender; C3 is
+    # dropped in the first rounds.
+    def seconds(index, streak):
+        if index == 0:
+            return 2.0e-3 if streak < 20 else 2.3e-3
+        return [None, 2.15e-3, 2.5e-3, 6e-3][index]
+
+    clock = _ThrottlingClock(seconds)
+    candidates = [(i, cube.Config(I=i)) for i in range(4)]
+    outcomes = bench.benchmark(candidates, clock.run, lambda out: {"out": out},
+                               bench.Snapshot({}), clock, warmup=0, rep=10, max_seconds=60.0)
+    hot, steady, far, slow = outcomes
+    assert slow.status == "dropped" and far.status == "dropped"
+    assert far.detail == ("1.250x the leader's time after 10 runs from a cold start: "
+                          "not a contender")
+    assert clock.settled == [50, 50] * bench.SUSTAIN_ROUNDS  # 10 ms samples of 5 runs each
+    for outcome, cold_ms in ((hot, "2"), (steady, "2.15")):
+        assert outcome.status == "ok" and len(outcome.samples) == bench.SUSTAIN_ROUNDS
+        assert outcome.detail == (
+            "sustained: 3 samples of 5 runs in turns with 1 others, each after 50 untimed "
+            f"runs back to back; {cold_ms} ms per run from a cold start")
+    assert hot.median == pytest.approx(2.3e-3) and steady.median == pytest.approx(2.15e-3)
+    assert min((o for o in outcomes if o.status == "ok"), key=lambda o: o.median) is steady
+
+
+def test_a_lone_contender_is_not_timed_again():
+    clock = _ThrottlingClock(lambda index, streak: [1e-3, 2e-3][index])
+    candidates = [(i, cube.Config(I=i)) for i in range(2)]
+    first, second = bench.benchmark(candidates, clock.run, lambda out: {"out": out},
+                                    bench.Snapshot({}), clock, warmup=0, max_seconds=60.0)
+    assert clock.settled == [] and first.status == "ok"
+    assert second.status == "dropped"  # 2x the leader: dropped in the first rounds

@@ -36,7 +36,7 @@ from ...ir.rules import reduce_dtype
 from ..base import shift_in_range
 from ..pyemit import PyEmitter
 from .descriptors import BlockCopyEmitter
-from .prelude import ATOMICS, CONSTANTS, FLOAT_ATOMICS, HELPERS
+from .prelude import ATOMICS, CONSTANTS, FLOAT_ATOMICS, HELPERS, with_needs
 
 HALF = ("float16", "bfloat16")
 PY_BINARY = {
@@ -215,11 +215,10 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
                 "Do not edit.", "import triton", "import triton.language as tl"]
         if self.libdevice:
             head.append("from triton.language.extra import libdevice")
-        if "_pow" in self.helpers:
-            self.constants |= {"INF", "NAN"}
-        if self.constants:
-            head += [""] + [CONSTANTS[c] for c in sorted(self.constants)]
-        for helper in sorted(self.helpers):
+        helpers, constants = with_needs(self.helpers | self.constants)
+        if constants:
+            head += [""] + [CONSTANTS[c] for c in sorted(constants)]
+        for helper in sorted(helpers):
             head += ["", HELPERS[helper].rstrip("\n")]
         head += ["", "", "@triton.jit", f"def {name}({', '.join(params)}):"]
         signature = {param: signature_type(value.type.dtype, value.type.is_ptr)
@@ -415,7 +414,7 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
         mask = rest[1] if len(rest) > 1 else None
         fn = (FLOAT_ATOMICS if ptr.type.dtype.is_float else ATOMICS)[op.attrs["kind"]]
         if fn in HELPERS:  # float max/min: NaN and -0.0 as the prelude says
-            self.helpers |= {fn, "_atomic_minmax_nan"}
+            self.helpers.add(fn)
         call = f"{fn}({self.n(ptr)}, {tile(val)}{self._masked_args(mask, None)})"
         if op.result.id not in self.uses:
             self.line(call)

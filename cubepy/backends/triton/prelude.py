@@ -1,6 +1,7 @@
 """The Triton source generated kernels may need besides their own function: helper
 ``@triton.jit`` functions for Python semantics Triton lacks (and for what the interpreter
-lacks), and module-level constants. ``codegen`` adds the ones a kernel uses."""
+lacks), and module-level constants. ``codegen`` adds the ones a kernel uses, and what those
+need (``with_needs``)."""
 
 HELPERS = {
     "_floordiv": '''
@@ -145,9 +146,29 @@ def _atomic_min_nan(ptr, val, mask=None):
 }
 ATOMICS = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min",
            "xchg": "tl.atomic_xchg"}
-# Float max/min go through the helpers above; each calls _atomic_minmax_nan.
+# Float max/min go through the helpers above.
 FLOAT_ATOMICS = {**ATOMICS, "max": "_atomic_max_nan", "min": "_atomic_min_nan"}
+# What a helper's own source uses: other helpers, and constants.
+HELPER_NEEDS = {"_atomic_max_nan": {"_atomic_minmax_nan"},
+                "_atomic_min_nan": {"_atomic_minmax_nan"}, "_pow": {"INF", "NAN"}}
 # The NaN-aware combines and the NumPy reductions the interpreter runs them as.
 NAN_REDUCTIONS = {"_max_nan": "max", "_min_nan": "min", "_argmax_nan": "argmax",
                   "_argmin_nan": "argmin"}
 CONSTANTS = {"INF": 'INF = tl.constexpr(float("inf"))', "NAN": 'NAN = tl.constexpr(float("nan"))'}
+
+
+def with_needs(names: set[str]) -> tuple[set[str], set[str]]:
+    """The helpers and constants that ``names`` (helpers and constants) need, all of them.
+
+    Example:
+        >>> with_needs({"_atomic_max_nan", "_pow"})[0] == {"_atomic_max_nan",
+        ...     "_atomic_minmax_nan", "_pow"}
+        True
+    """
+    closed, pending = set(), list(names)
+    while pending:
+        name = pending.pop()
+        if name not in closed:
+            closed.add(name)
+            pending.extend(HELPER_NEEDS.get(name, ()))
+    return {n for n in closed if n in HELPERS}, {n for n in closed if n in CONSTANTS}
