@@ -83,6 +83,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)  # the export below writes nothing untuned
     rows = module.run(SHAPES, "bfloat16")
     warm = module.warm_process()
     subprocess.run([sys.executable, "-m", "cubepy.autotune", "export", "--device",
