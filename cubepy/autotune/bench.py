@@ -309,10 +309,20 @@ def _repeats_per_sample(timer: Timer, once: Callable[[], Any]) -> int:
     return max(1, min(100, int(SAMPLE_SECONDS / max(seconds, 1e-7))))
 
 
-def _timing_rounds(alive: list[Outcome], rounds: int, run: Callable[[Config], Any],
-                   timer: Timer, repeats: Mapping[int, int], *, drop_ratio: float | None,
-                   max_seconds: float, report: Callable[[int, list[Outcome]], None]
-                   ) -> list[Outcome]:
+Sample = Callable[["Outcome"], float]  # seconds per run of one timed sample of a candidate
+
+
+def _sampler(run: Callable[[Config], Any], timer: Timer, repeats: Mapping[int, int]) -> Sample:
+    """One sample of a candidate: ``repeats[index]`` runs on ``timer``, seconds per run."""
+    def sample(outcome: Outcome) -> float:
+        count = repeats[outcome.index]
+        return timer(functools.partial(run, outcome.config), count) / count
+    return sample
+
+
+def _timing_rounds(alive: list[Outcome], rounds: int, sample: Sample, *,
+                   drop_ratio: float | None, max_seconds: float,
+                   report: Callable[[int, list[Outcome]], None]) -> list[Outcome]:
     """Time ``alive`` round-robin for up to ``rounds`` rounds, stopping once three rounds are
     done and ``max_seconds`` have passed; with ``drop_ratio``, candidates whose fastest run is
     slower than that × the leader's median are dropped from the second round on. Returns the
@@ -321,9 +331,7 @@ def _timing_rounds(alive: list[Outcome], rounds: int, run: Callable[[Config], An
     for round_index in range(rounds):
         for outcome in alive:
             try:
-                count = repeats[outcome.index]
-                once = functools.partial(run, outcome.config)
-                outcome.samples.append(timer(once, count) / count)
+                outcome.samples.append(sample(outcome))
             except Exception as err:
                 outcome.status, outcome.error = "error", err
                 outcome.detail = f"{type(err).__name__}: {err}".splitlines()[0][:300]
@@ -380,19 +388,18 @@ def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], 
                                 f"best so far {describe_best(outcomes)}")
         return update
 
-    alive = _timing_rounds(alive, rep, run, timer, repeats, drop_ratio=drop_ratio,
-                           max_seconds=max_seconds, report=report("timing"))
-    settle = getattr(timer, "settle", None)
-    if settle is not None:
-        _sustained_final(alive, run, timer, settle, report=report("sustained", SUSTAIN_ROUNDS))
+    sample = _sampler(run, timer, repeats)
+    alive = _timing_rounds(alive, rep, sample, drop_ratio=drop_ratio, max_seconds=max_seconds,
+                           report=report("timing"))
+    if hasattr(timer, "settle"):
+        _sustained_final(alive, run, timer, report=report("sustained", SUSTAIN_ROUNDS))
     else:
-        _close_final(alive, run, timer, repeats, tie_ratio=tie_ratio, rep=rep,
-                     max_seconds=max_seconds, report=report("final"))
+        _close_final(alive, sample, tie_ratio=tie_ratio, rep=rep, max_seconds=max_seconds,
+                     report=report("final"))
     return outcomes
 
 
-def _close_final(alive: list[Outcome], run: Callable[[Config], Any], timer: Timer,
-                 repeats: Mapping[int, int], *, tie_ratio: float, rep: int,
+def _close_final(alive: list[Outcome], sample: Sample, *, tie_ratio: float, rep: int,
                  max_seconds: float, report: Callable[[int, list[Outcome]], None]) -> None:
     """The candidates within ``tie_ratio`` of the leader take turns for ``rep`` more rounds;
     the rest are dropped."""
@@ -408,8 +415,8 @@ def _close_final(alive: list[Outcome], run: Callable[[Config], Any], timer: Time
             outcome.detail = (f"{outcome.median / leader:.3f}x the leader's time after "
                               f"{len(outcome.samples)} runs: not a finalist")
     before = {o.index: len(o.samples) for o in finalists}
-    _timing_rounds(finalists, rep, run, timer, repeats, drop_ratio=None,
-                   max_seconds=max_seconds, report=report)
+    _timing_rounds(finalists, rep, sample, drop_ratio=None, max_seconds=max_seconds,
+                   report=report)
     for outcome in finalists:
         if outcome.status == "ok":
             outcome.detail = (f"finalist: {len(outcome.samples) - before[outcome.index]} "
@@ -420,11 +427,11 @@ SUSTAIN_RATIO = 1.10  # how far behind the cold-start leader a config may still 
 SUSTAIN_CONTENDERS = 5
 SUSTAIN_ROUNDS = 3
 SUSTAINED_SAMPLE_SECONDS = 10e-3  # timed runs per sustained sample (at most 100 runs)
-SETTLE_RUNS_PER_TIMED = 10  # untimed runs back to back before each sample: about 0.1 s
+SETTLE_SECONDS = 0.1  # of untimed runs back to back before each sustained sample
+MAX_SETTLE_RUNS = 1000  # bounds the host's time on kernels shorter than their launch
 
 
-def _sustained_final(alive: list[Outcome], run: Callable[[Config], Any], timer: Timer,
-                     settle: Callable[[Callable[[], Any], int], None], *,
+def _sustained_final(alive: list[Outcome], run: Callable[[Config], Any], timer: Timer, *,
                      report: Callable[[int, list[Outcome]], None]) -> None:
     """The final on a clock whose device slows under sustained load (``timer.settle``): the
     best few of the first rounds, each sample timed after about 0.1 s of the same candidate
@@ -448,19 +455,24 @@ def _sustained_final(alive: list[Outcome], run: Callable[[Config], Any], timer: 
     cold = {o.index: o.median for o in contenders}
     repeats = {o.index: max(1, min(100, math.ceil(SUSTAINED_SAMPLE_SECONDS / o.median)))
                for o in contenders}
+    # Each run also keeps the GPU busy with what the clock adds to it (the L2 zeroing).
+    per_run = {o.index: o.median + getattr(timer, "overhead_seconds", 0.0) for o in contenders}
+    settles = {index: max(1, min(MAX_SETTLE_RUNS, math.ceil(SETTLE_SECONDS / seconds)))
+               for index, seconds in per_run.items()}
     for outcome in contenders:  # samples of the two phases are not comparable
         outcome.samples = []
+    timed = _sampler(run, timer, repeats)
 
-    def sustained(once: Callable[[], Any], count: int = 1) -> float:
-        settle(once, SETTLE_RUNS_PER_TIMED * count)
-        return timer(once, count)
+    def sustained(outcome: Outcome) -> float:
+        timer.settle(functools.partial(run, outcome.config), settles[outcome.index])
+        return timed(outcome)
 
-    _timing_rounds(contenders, SUSTAIN_ROUNDS, run, sustained, repeats, drop_ratio=None,
+    _timing_rounds(contenders, SUSTAIN_ROUNDS, sustained, drop_ratio=None,
                    max_seconds=float("inf"), report=report)
     for outcome in contenders:
         if outcome.status == "ok":
-            count = repeats[outcome.index]
-            outcome.detail = (f"sustained: {len(outcome.samples)} samples of {count} runs in "
-                              f"turns with {len(contenders) - 1} others, each after "
-                              f"{SETTLE_RUNS_PER_TIMED * count} untimed runs back to back; "
+            outcome.detail = (f"sustained: {len(outcome.samples)} samples of "
+                              f"{repeats[outcome.index]} runs in turns with "
+                              f"{len(contenders) - 1} others, each after "
+                              f"{settles[outcome.index]} untimed runs back to back; "
                               f"{cold[outcome.index] * 1e3:.4g} ms per run from a cold start")

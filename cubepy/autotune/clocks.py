@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 # timer(once, count=1): seconds of ``count`` runs of ``once()``. A timer may also have
-# settle(once, count): ``count`` untimed runs queued before the timed ones (CudaEventTimer).
+# settle(once, count): ``count`` untimed runs queued before the timed ones, and
+# overhead_seconds: the device time each run carries besides itself (CudaEventTimer).
 Timer = Callable[..., float]
 
 _FLUSH_BYTES = 256 << 20  # when the L2 cache's size is unknown
@@ -110,6 +111,11 @@ class CudaEventTimer:
             self._cover(host)
         events[-1][1].synchronize()
         return sum(self._elapsed(start, end) for start, end in events)
+
+    @property
+    def overhead_seconds(self) -> float:
+        """GPU time each run carries besides the kernel: its zeroings of the L2."""
+        return self.flushes * self.flush_seconds
 
     def settle(self, run: Callable[[], Any], count: int) -> None:
         """Queue ``count`` runs, each after the usual zeroings, untimed and without waiting:

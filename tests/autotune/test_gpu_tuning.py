@@ -73,3 +73,4 @@ def test_event_timer_settle_queues_untimed_runs():
     timer.settle(lambda: x.add_(1.0), 50)
     assert timer(lambda: x.add_(1.0), 2) > 0
     assert x.item() == 52  # every queued run ran, once each
+    assert timer.overhead_seconds == timer.flushes * timer.flush_seconds > 0
