@@ -1,6 +1,6 @@
 """Does a kernel's time depend on how long the GPU has been running it? Burst probe.
 
-    python bench/sustained_probe.py [--shape B,H,S,D] [--dtype bfloat16] [--burst 300]
+    python bench/sustained_probe.py [--shape B,H,S,D] [--dtype bfloat16] [--burst 600]
                                     [--idle-s 0.5] [--flush] [--matmul M,N,K]
 
 For each of a few configs of the flash-attention example (64x64 with 4 warps, the tuner's
@@ -8,11 +8,11 @@ pick in runs 63-69, and the 128-row configs that ``do_bench`` ranks first), the 
 ``--idle-s``, then runs ``--burst`` launches back to back, each between two CUDA events (with
 ``--flush``, each after zeroing 256 MB as ``do_bench`` does). Prints the median time of the
 launches in stretches of the burst (1-5, 6-20, 21-60, ...) with the SM clock and the board
-power that ``nvidia-smi`` sampled during the burst, then the same configs timed as the tuner
-times them (one run each, in turns, each after zeroing the L2). A GPU that clocks down under
-sustained load shows it as later stretches running slower. With ``--matmul``, the kernels are
-cuBLAS (``torch.matmul``) and the autotuned example matmul (``examples.matmul.matmul_tuned``,
-from ``autotune_cache/`` on an H200) instead.
+power that ``nvidia-smi`` sampled during the burst, then the same configs timed as the
+tuner's first rounds time them (one run each, in turns, on its ``CudaEventTimer``). A GPU that
+clocks down under sustained load shows it as later stretches running slower. With
+``--matmul``, the kernels are cuBLAS (``torch.matmul``) and the autotuned example matmul
+(``examples.matmul.matmul_tuned``, from ``autotune_cache/`` on an H200) instead.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cubepy.autotune.clocks import CudaEventTimer  # noqa: E402
 from examples import flash_attention as fa  # noqa: E402
 from examples import matmul as mm  # noqa: E402
 
@@ -141,23 +142,15 @@ def main() -> int:
             cells = "".join(f"{statistics.median(times[a:b]):9.3f}" for a, b in stretches)
             print(f"  {name:<12}{cells}   {sampler.summary()}", flush=True)
 
-    # The tuner's pattern: one run per sample, configs in turns, each after zeroing the L2.
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
+    # The tuner's first rounds: one run per sample on its own clock, configs in turns.
+    timer = CudaEventTimer("torch")
     samples = {name: [] for name in kernels}
     with Sampler() as sampler:
         for _ in range(30):
             for name, config in kernels.items():
-                for _ in range(5):
-                    flush.zero_()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(
-                    enable_timing=True)
-                start.record()
-                launch(config)
-                end.record()
-                end.synchronize()
-                samples[name].append(start.elapsed_time(end))
-    print("  the tuner's pattern (one run per sample, in turns, L2 zeroed 5x before each): "
+                samples[name].append(timer(lambda c=config: launch(c)) * 1e3)
+    print(f"  the tuner's pattern (one run per sample, in turns, L2 zeroed {timer.flushes}x "
+          "before each): "
           + ", ".join(f"{n} {statistics.median(t):.3f}" for n, t in samples.items())
           + f" ms; {sampler.summary()}")
     return 0

@@ -399,6 +399,18 @@ def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], 
     return outcomes
 
 
+def _drop_others(alive: list[Outcome], finalists: list[Outcome], why: str) -> None:
+    """Drop those of ``alive`` not among ``finalists``, their detail ending with ``why``.
+    They leave the race: the finalists' later samples come from a GPU in another state
+    (hotter, or settled), so a median over both phases is comparable among finalists only."""
+    leader = min((o.median for o in alive), default=float("inf"))
+    for outcome in alive:
+        if outcome not in finalists:
+            outcome.status = "dropped"
+            outcome.detail = (f"{outcome.median / leader:.3f}x the leader's time after "
+                              f"{len(outcome.samples)} runs{why}")
+
+
 def _close_final(alive: list[Outcome], sample: Sample, *, tie_ratio: float, rep: int,
                  max_seconds: float, report: Callable[[int, list[Outcome]], None]) -> None:
     """The candidates within ``tie_ratio`` of the leader take turns for ``rep`` more rounds;
@@ -407,13 +419,7 @@ def _close_final(alive: list[Outcome], sample: Sample, *, tie_ratio: float, rep:
     finalists = [o for o in alive if o.median <= tie_ratio * leader]
     if len(finalists) <= 1:
         return
-    # The rest leave the race now: the finalists' later samples may come from a hotter GPU,
-    # so a median over both phases is comparable among finalists only.
-    for outcome in alive:
-        if outcome not in finalists:
-            outcome.status = "dropped"
-            outcome.detail = (f"{outcome.median / leader:.3f}x the leader's time after "
-                              f"{len(outcome.samples)} runs: not a finalist")
+    _drop_others(alive, finalists, ": not a finalist")
     before = {o.index: len(o.samples) for o in finalists}
     _timing_rounds(finalists, rep, sample, drop_ratio=None, max_seconds=max_seconds,
                    report=report)
@@ -445,20 +451,17 @@ def _sustained_final(alive: list[Outcome], run: Callable[[Config], Any], timer: 
     leader = min((o.median for o in alive), default=float("inf"))
     ranked = sorted(alive, key=lambda o: o.median)
     contenders = [o for o in ranked if o.median <= SUSTAIN_RATIO * leader][:SUSTAIN_CONTENDERS]
-    for outcome in alive:
-        if outcome not in contenders:
-            outcome.status = "dropped"
-            outcome.detail = (f"{outcome.median / leader:.3f}x the leader's time after "
-                              f"{len(outcome.samples)} runs from a cold start: not a contender")
+    _drop_others(alive, contenders, " from a cold start: not a contender")
     if len(contenders) <= 1:
         return
     cold = {o.index: o.median for o in contenders}
     repeats = {o.index: max(1, min(100, math.ceil(SUSTAINED_SAMPLE_SECONDS / o.median)))
                for o in contenders}
     # Each run also keeps the GPU busy with what the clock adds to it (the L2 zeroing).
-    per_run = {o.index: o.median + getattr(timer, "overhead_seconds", 0.0) for o in contenders}
-    settles = {index: max(1, min(MAX_SETTLE_RUNS, math.ceil(SETTLE_SECONDS / seconds)))
-               for index, seconds in per_run.items()}
+    overhead = getattr(timer, "overhead_seconds", 0.0)
+    settles = {o.index: max(1, min(MAX_SETTLE_RUNS, math.ceil(SETTLE_SECONDS /
+                                                               (o.median + overhead))))
+               for o in contenders}
     for outcome in contenders:  # samples of the two phases are not comparable
         outcome.samples = []
     timed = _sampler(run, timer, repeats)

@@ -100,8 +100,7 @@ class CudaEventTimer:
         events = []
         for _ in range(count):
             start, end = self._make(), self._make()
-            for _ in range(self.flushes):
-                self._flush()
+            self._zero_l2()
             start.record()
             host = time.perf_counter()
             run()
@@ -123,9 +122,12 @@ class CudaEventTimer:
         leaves it (at its power cap an H200 slows within 50-130 ms, by how much depending on
         the kernel; the tuner's final is timed this way)."""
         for _ in range(count):
-            for _ in range(self.flushes):
-                self._flush()
+            self._zero_l2()
             run()
+
+    def _zero_l2(self) -> None:
+        for _ in range(self.flushes):
+            self._flush()
 
     def _cover(self, host_seconds: float) -> None:
         """More zeroings from the next run on when launches take the host longer than they
