@@ -28,11 +28,13 @@ kernel writes each part's product into a float32 scratch and ``sum_slices_kernel
 Tiles (and the kernel) come from ``tuned_matmul`` (``@cube.autotune``), whose candidates per
 call are the list ``config_class`` names: on a CUDA GPU the configs measured on an H200 (the
 persistent ones for dense plans only), tuned for products of at least ``GPU_TUNE_FROM``
-multiply-adds (one moderate config below); one fixed config on the CPU (BLAS-sized tiles),
-WGSL and Triton's interpreter. Later calls of a seen (target, dtypes,
-layouts, size bucket) launch straight away (``_CHOSEN``): the host path of a plain 2-D product
-is a few dict lookups and one launch. On Triton, float and int8 tiles go through ``tl.dot``;
-other integer tiles are a broadcast product summed over K (hence their short K slices).
+multiply-adds (one moderate config below); on WGSL a few tilings measured on the H200's
+Vulkan adapter, tuned from the same size, among those the adapter's workgroup memory holds;
+one fixed config on the CPU (BLAS-sized tiles) and Triton's interpreter. Later calls of a
+seen (target, dtypes, layouts, size bucket) launch straight away (``_CHOSEN``): the host path
+of a plain 2-D product is a few dict lookups and one launch. On Triton, float and int8 tiles
+go through ``tl.dot``; other integer tiles are a broadcast product summed over K (hence their
+short K slices).
 
 Example:
     >>> c = matmul(ctx, a, b, cube.float32)  # a: View (M, K), b: View (K, N)  # doctest: +SKIP
@@ -49,7 +51,7 @@ from cubepy.autotune import TuneContext, pow2_anchor
 from cubepy.ir.dtypes import DType
 
 from .layout import Context, View, _indices, collapse
-from .matmul_configs import CONFIG_CLASSES, CONFIGS, GPU_TUNE_FROM, config_class
+from .matmul_configs import CONFIG_CLASSES, CONFIGS, GPU_TUNE_FROM, config_class, workgroup_bytes
 
 MAX_GRID_Y = 65535  # Triton's (and CUDA's) limit on grid axis 1
 
@@ -321,6 +323,10 @@ def _tiles_for(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config
     candidates = CONFIG_CLASSES[config_class(ctx.target, ctx.device, plan.dtype, plan.m, plan.n,
                                              work)]
     candidates = [cfg for cfg in candidates if _suits(plan, cfg.kwargs)]
+    if ctx.target == "wgsl":  # a tile the adapter's workgroup memory cannot hold fails to compile
+        room = ctx.limits.get("max_compute_workgroup_storage_size", 16384)
+        candidates = [cfg for cfg in candidates
+                      if workgroup_bytes(cfg.kwargs, plan.dtype) <= room] or candidates[:1]
     return candidates if work >= GPU_TUNE_FROM else candidates[:1]
 
 

@@ -48,10 +48,16 @@ GPU_INT = _configs([(32, 32, 8, 8, 4, 2)])
 # that have no entry here).
 GPU_TUNE_FROM = 2**27  # 512**3
 GPU_SMALL = _configs([(64, 64, 32, 8, 4, 3)])
-# Interpreters and SIMT targets: a few cubes of moderate tiles. On wgsl num_warps=4 means 128
-# invocations, each owning a register block of the 64 x 64 tile.
+# Triton's interpreter: a few cubes of moderate tiles.
 INTERPRETER = _configs([(64, 64, 32, 8, 4, 1)])
-WGSL = _configs([(64, 64, 32, 8, 4, 1)])
+# wgsl: each invocation owns a register block of the tile (num_warps=4: 128 invocations;
+# None: the backend's choice, 256 for these tiles). On an H200's Vulkan adapter (run 78,
+# bench/wgsl_tuning_probe.py) 128x128x16 tiles ran 1.7x faster than 64x64x32 with 128
+# invocations at 2048^3 and 4096^3, float32 and float16; at 1024^3 64x64x32 and 64x128x32
+# with 256 invocations led by 2-4 %. The first that fits is the untuned default of small
+# products; the last fits 16 KiB of workgroup memory, WebGPU's least (``workgroup_bytes``).
+WGSL = _configs([(64, 64, 32, 8, 4, 1), (128, 128, 16, 8, None, 1), (64, 128, 32, 8, None, 1),
+                 (64, 64, 32, 8, None, 1), (32, 32, 32, 8, None, 1)])
 WGSL_64BIT = _configs([(32, 32, 32, 8, 4, 1)])  # 8-byte tiles: workgroup memory is 32 KiB
 # cpu: one BLAS call per tile pair, so large tiles once the product is big enough.
 CPU_SMALL = _configs([(64, 64, 64, 8, 1, 1)])
@@ -64,6 +70,19 @@ CONFIG_CLASSES = {"gpu_half": GPU_HALF, "gpu_float32": GPU_FLOAT32, "gpu_float64
                   "wgsl": WGSL, "wgsl_64bit": WGSL_64BIT, "cpu_small": CPU_SMALL,
                   "cpu_large": CPU_LARGE}
 CONFIGS = [cfg for configs in CONFIG_CLASSES.values() for cfg in configs]
+
+
+def workgroup_bytes(tiles: dict[str, Any], dtype: DType) -> int:
+    """Workgroup memory a wgsl matmul launch with ``tiles`` needs: the backend stages both
+    dot operand tiles there as 32-bit values (64-bit ones for 64-bit dtypes), A k-major with
+    its rows padded by 4 (``cubepy/backends/wgsl/codegen_dot.py``).
+
+    Example:
+        >>> workgroup_bytes(dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32), cube.float16)
+        33280
+    """
+    block_m, block_n, block_k = tiles["BLOCK_M"], tiles["BLOCK_N"], tiles["BLOCK_K"]
+    return ((block_m + 4) * block_k + block_k * block_n) * (8 if dtype.bits == 64 else 4)
 
 
 def config_class(target: str, device: str, dtype: DType, m: int, n: int, work: int) -> str:

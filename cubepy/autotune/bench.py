@@ -9,10 +9,10 @@ on, a candidate whose fastest run is slower than ``drop_ratio`` × the leader's 
 dropped; the rest keep being timed until ``rep`` rounds or ``max_seconds`` have passed (at
 least three rounds). Those within ``tie_ratio`` (3 %) of the leader's median are the
 finalists (the rest are dropped): they take turns for up to ``rep`` more rounds, and the one
-with the least median wins. On CUDA the final is timed under sustained load instead: the best
-few within ``SUSTAIN_RATIO`` of the leader take turns, each sample after 0.1 s of the same
-candidate back to back (``timer.settle``), as a GPU at its power cap clocks down by an amount
-that depends on the kernel (``_sustained_final``).
+with the least median wins. On a GPU (CUDA, or WGSL on a GPU adapter) the final is timed
+under sustained load instead: the best few within ``SUSTAIN_RATIO`` of the leader take turns,
+each sample after 0.1 s of the same candidate back to back (``timer.settle``), as a GPU at its
+power cap clocks down by an amount that depends on the kernel (``_sustained_final``).
 
 The clocks are in ``clocks.py``.
 
@@ -35,7 +35,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .clocks import Timer
+from .clocks import SustainedTimer, Timer
 from .config import Config
 
 # ---- snapshots and host copies of arrays ----
@@ -362,8 +362,8 @@ def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], 
     Candidates whose median is within ``tie_ratio`` of the leader's are finalists: they are
     timed for up to ``rep`` more rounds, in turns among themselves, before the least median
     wins (GPU configs often differ by 1-3 %, about the spread of ten samples). On a clock with
-    a ``settle`` method (CUDA's) the final is timed under sustained load instead
-    (``_sustained_final``)."""
+    a ``settle`` method (a ``SustainedTimer``: CUDA's, WGSL's on a GPU adapter) the final is
+    timed under sustained load instead (``_sustained_final``)."""
     outcomes = [Outcome(index, cfg) for index, cfg in candidates]
     if parallel_warmup and len(outcomes) > 1:
         warm_up_in_parallel([o.config for o in outcomes], run)
@@ -391,7 +391,7 @@ def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], 
     sample = _sampler(run, timer, repeats)
     alive = _timing_rounds(alive, rep, sample, drop_ratio=drop_ratio, max_seconds=max_seconds,
                            report=report("timing"))
-    if hasattr(timer, "settle"):
+    if isinstance(timer, SustainedTimer):
         _sustained_final(alive, run, timer, report=report("sustained", SUSTAIN_ROUNDS))
     else:
         _close_final(alive, sample, tie_ratio=tie_ratio, rep=rep, max_seconds=max_seconds,
@@ -437,7 +437,8 @@ SETTLE_SECONDS = 0.1  # of untimed runs back to back before each sustained sampl
 MAX_SETTLE_RUNS = 1000  # bounds the host's time on kernels shorter than their launch
 
 
-def _sustained_final(alive: list[Outcome], run: Callable[[Config], Any], timer: Timer, *,
+def _sustained_final(alive: list[Outcome], run: Callable[[Config], Any],
+                     timer: SustainedTimer, *,
                      report: Callable[[int, list[Outcome]], None]) -> None:
     """The final on a clock whose device slows under sustained load (``timer.settle``): the
     best few of the first rounds, each sample timed after about 0.1 s of the same candidate
@@ -458,10 +459,8 @@ def _sustained_final(alive: list[Outcome], run: Callable[[Config], Any], timer: 
     repeats = {o.index: max(1, min(100, math.ceil(SUSTAINED_SAMPLE_SECONDS / o.median)))
                for o in contenders}
     # Each run also keeps the GPU busy with what the clock adds to it (the L2 zeroing).
-    overhead = getattr(timer, "overhead_seconds", 0.0)
-    settles = {o.index: max(1, min(MAX_SETTLE_RUNS, math.ceil(SETTLE_SECONDS /
-                                                               (o.median + overhead))))
-               for o in contenders}
+    settles = {o.index: max(1, min(MAX_SETTLE_RUNS, math.ceil(
+        SETTLE_SECONDS / (o.median + timer.overhead_seconds)))) for o in contenders}
     for outcome in contenders:  # samples of the two phases are not comparable
         outcome.samples = []
     timed = _sampler(run, timer, repeats)

@@ -5,7 +5,12 @@
 - ``triton`` on a CUDA GPU: CUDA events of torch or CuPy, each run timed alone from a cold L2
   cache (``CudaEventTimer``); its ``settle(once, count)`` queues untimed runs first, for the
   tuner's final under sustained load.
-- ``wgsl``: timestamp queries, or the wall clock where the device has none.
+- ``wgsl``: timestamp queries, or the wall clock where the device has none
+  (``WgslTimer``); on a GPU adapter (not a CPU one such as lavapipe) it can ``settle`` too
+  (``SettlingWgslTimer``).
+
+A clock that can ``settle`` is a ``SustainedTimer``: the tuner times its final under sustained
+load (``bench._sustained_final``).
 
 Example:
     >>> timer = timer_for("cpu", [])
@@ -20,12 +25,30 @@ import statistics
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-# timer(once, count=1): seconds of ``count`` runs of ``once()``. A timer may also have
-# settle(once, count): ``count`` untimed runs queued before the timed ones, and
-# overhead_seconds: the device time each run carries besides itself (CudaEventTimer).
-Timer = Callable[..., float]
+
+class Timer(Protocol):
+    """``timer(run, count)``: the seconds ``count`` runs of ``run()`` take on the device."""
+
+    def __call__(self, run: Callable[[], Any], count: int = 1) -> float: ...
+
+
+@runtime_checkable
+class SustainedTimer(Protocol):
+    """A clock of a device that slows under sustained load (a GPU at its power cap).
+
+    ``settle(run, count)`` queues ``count`` untimed runs, so that the timed runs queued next
+    find the device clocked as a loop of ``run`` leaves it; ``overhead_seconds`` is the device
+    time each run carries besides ``run`` itself (the CUDA clock's L2 zeroing), which keeps the
+    device busy too.
+    """
+
+    overhead_seconds: float
+
+    def __call__(self, run: Callable[[], Any], count: int = 1) -> float: ...
+
+    def settle(self, run: Callable[[], Any], count: int) -> None: ...
 
 _FLUSH_BYTES = 256 << 20  # when the L2 cache's size is unknown
 _MAX_FLUSHES = 64
@@ -173,10 +196,36 @@ def timer_for(target: str, arrays: Sequence[Any]) -> Timer:
     if target == "triton":
         return _cuda_timer(arrays)
     if target == "wgsl":
+        from ..backends.wgsl.device import get_device
+
+        # lavapipe and other CPU adapters do not throttle as a GPU does: settling would only
+        # cost the host's time
+        on_cpu = get_device().adapter.info.get("adapter_type") == "CPU"
+        return WgslTimer() if on_cpu else SettlingWgslTimer()
+    return wall_clock
+
+
+class WgslTimer:
+    """The ``wgsl`` clock: the launches' compute passes timed by timestamp queries (the wall
+    clock where the device has none), ``count`` runs back to back.
+
+    Example:
+        >>> WgslTimer()(lambda: launcher.launch((64,), [x]), 10) / 10   # doctest: +SKIP
+        1.2e-05
+    """
+
+    def __call__(self, run: Callable[[], Any], count: int = 1) -> float:
         from ..backends.wgsl.timing import time_launches
 
-        def timer(run: Callable[[], Any], count: int = 1) -> float:
-            return time_launches(lambda: _repeat(run, count))
+        return time_launches(lambda: _repeat(run, count))
 
-        return timer
-    return wall_clock
+
+class SettlingWgslTimer(WgslTimer):
+    """The ``wgsl`` clock of a GPU adapter, which also settles (``SustainedTimer``): the
+    untimed runs are recorded and submitted by the timed call that follows, which waits for
+    them before it starts timing."""
+
+    overhead_seconds = 0.0
+
+    def settle(self, run: Callable[[], Any], count: int) -> None:
+        _repeat(run, count)

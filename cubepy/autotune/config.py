@@ -22,10 +22,11 @@ OPTION_NAMES = ("num_warps", "num_stages")
 class Config:
     """A candidate: values for a kernel's comptime parameters plus launch options.
 
-    ``num_warps`` and ``num_stages`` are Triton launch options (ignored by the other targets);
-    every other keyword names a comptime parameter of the kernel, or a keyword parameter of
-    an autotuned host function. Values should be JSON data (ints, floats, bools, strings) so
-    that results can be cached on disk. Triton's spelling, a dict first, works too.
+    ``num_warps`` and ``num_stages`` are Triton launch options (``num_warps`` also sizes a wgsl
+    workgroup, 32 invocations per warp; the CPU ignores both); every other keyword names a
+    comptime parameter of the kernel, or a keyword parameter of an autotuned host function.
+    Values should be JSON data (ints, floats, bools, strings) so that results can be cached on
+    disk. Triton's spelling, a dict first, works too.
 
     Example:
         >>> Config(BLOCK=256, num_warps=4).kwargs

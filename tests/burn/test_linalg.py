@@ -226,3 +226,68 @@ def test_split_k(backend, ref, rng, monkeypatch, dtype, parts, k, used):
     a, b = _data(rng, (70, k), dtype), _data(rng, (k, 50), dtype)
     check(lambda be: on(be, a) @ on(be, b), backend, ref)
     assert splits == used
+
+
+WGSL_TILES = [cfg.launch_kwargs() for cfg in matmul_kernels.CONFIG_CLASSES["wgsl"]]
+needs_wgsl = pytest.mark.skipif("wgsl" not in cube.available_targets(),
+                                reason="no WebGPU adapter here")
+
+
+@needs_wgsl
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("tiles", WGSL_TILES, ids=lambda t: "x".join(
+    str(t[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")) + f"-w{t.get('num_warps')}")
+def test_wgsl_tilings(ref, rng, monkeypatch, tiles, dtype):
+    """Every tiling the tuner offers on wgsl, forced, on ragged tiles along M, N and K."""
+    backend = burn.backend_for("wgpu")
+    if not supports(backend, [dtype]):
+        pytest.skip(f"{dtype} is checked as an explicit error in test_dtypes")
+    monkeypatch.setattr(matmul_kernels, "_launch",
+                        lambda plan: matmul_kernels.run(plan, **tiles))
+    a, b = _data(rng, (150, 70), dtype), _data(rng, (70, 140), dtype)
+    check(lambda be: on(be, a) @ on(be, b), backend, ref)
+
+
+def test_wgsl_candidates_fit_the_adapters_workgroup_memory(rng):
+    """On wgsl the tuner offers the tilings whose staged tiles fit the adapter's workgroup
+    memory: all of them in 32 KiB, the last in WebGPU's least, 16 KiB; a small product runs
+    the first that fits."""
+    plan = matmul_kernels._plan(matmul_kernels.Context("wgsl", None),
+                                *(matmul_kernels.View(None, 0, shape, (shape[1], 1),
+                                                      burn.float32)
+                                  for shape in ((1024, 1024), (1024, 1024), (1024, 1024))),
+                                (0, 0, 0), (0, 0), (0, 0), 1, 1)
+
+    class Context:  # what the tuner's prune hook reads
+        args = {"plan": plan}
+        target = "wgsl"
+        device = "NVIDIA H200"
+        limits = {"max_compute_workgroup_storage_size": 32768}
+
+    def kept(m):
+        Context.args = {"plan": dataclasses.replace(plan, m=m)}
+        return [cfg.launch_kwargs() for cfg in matmul_kernels._tiles_for(
+            matmul_kernels.CONFIGS, Context)]
+
+    assert kept(1024) == WGSL_TILES and kept(16) == WGSL_TILES[:1]
+    Context.limits = {"max_compute_workgroup_storage_size": 16384}
+    assert kept(1024) == kept(16) == WGSL_TILES[-1:]
+    Context.limits = {"max_compute_workgroup_storage_size": 4096}  # none fits: the first,
+    assert kept(1024) == WGSL_TILES[:1]  # whose launch names what it needs (below)
+
+
+@needs_wgsl
+def test_the_workgroup_memory_estimate_is_the_wgsl_backends(rng):
+    """``workgroup_bytes`` counts what the wgsl backend asks for: the first 128x128 tiling
+    over the adapter's workgroup memory is refused by the backend, naming those bytes."""
+    room = cube.target_info("wgsl").limits["max_compute_workgroup_storage_size"]
+    too_big = next(tiles for tiles in (dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=k, GROUP_M=8)
+                                       for k in (16, 32, 64, 128, 256))
+                   if matmul_kernels.workgroup_bytes(tiles, burn.float32) > room)
+    need = matmul_kernels.workgroup_bytes(too_big, burn.float32)
+    backend = burn.backend_for("wgpu")
+    a, b = on(backend, _data(rng, (64, 64))), on(backend, _data(rng, (64, 64)))
+    plan = matmul_kernels._plan(backend.ctx, a.prim, b.prim, backend.ctx.new(
+        (64, 64), burn.float32), (0, 0, 0), (0, 0), (0, 0), 1, 1)
+    with pytest.raises(cube.UnsupportedError, match=f"needs {need} bytes of workgroup memory"):
+        matmul_kernels.run(plan, **too_big)
