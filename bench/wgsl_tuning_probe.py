@@ -21,7 +21,7 @@ of the same shape is the peer where torch has CUDA.
 With ``--burn``, ``burn.matmul`` itself on the ``wgpu`` backend instead: its first call of each
 shape (which tunes among ``kernels.matmul_configs.WGSL``, on empty caches), then its time per
 call against the 64x64x32 tiles with 128 invocations that were its only config before run 78,
-in turns after 0.3 s of warm-up.
+in turns after 0.3 s of warm-up; ``--profile`` adds cProfile's view of each first call.
 """
 
 from __future__ import annotations
@@ -206,8 +206,12 @@ def in_turns(calls: list, seconds: float = 0.3, samples: int = 9) -> list[float]
     return [statistics.median(t) for t in times]
 
 
-def burn_probe(shape: tuple[int, int, int], dtype: str) -> None:
-    """``burn.matmul`` on wgpu: the first call (tuning), then tuned against the old tiles."""
+def burn_probe(shape: tuple[int, int, int], dtype: str, profile: bool = False) -> None:
+    """``burn.matmul`` on wgpu: the first call (tuning), then tuned against the old tiles;
+    with ``profile``, cProfile's view of the first call too."""
+    import cProfile
+    import pstats
+
     import burn
 
     m, n, k = shape
@@ -216,8 +220,12 @@ def burn_probe(shape: tuple[int, int, int], dtype: str) -> None:
     b_host = rng.standard_normal((k, n), np.float32).astype(dtype)
     a, b = burn.from_numpy(a_host, "wgpu"), burn.from_numpy(b_host, "wgpu")
     tunings = mk.tuned_matmul.stats.tunings
+    profiler = cProfile.Profile()
     started = time.perf_counter()
+    if profile:
+        profiler.enable()
     c = burn.matmul(a, b)
+    profiler.disable()
     rows = min(m, 64)
     want = a_host[:rows].astype(np.float64) @ b_host.astype(np.float64)
     got = c.numpy()[:rows]
@@ -232,6 +240,8 @@ def burn_probe(shape: tuple[int, int, int], dtype: str) -> None:
           f"{tuned * 1e3:.3f} ms per call with {chosen}, {2 * m * n * k / tuned / 1e12:.1f} "
           f"TFLOP/s; the old 64x64x32 w4 tiles {old * 1e3:.3f} ms: {old / tuned:.2f}x faster",
           flush=True)
+    if profile:
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(40)
 
 
 def main() -> int:
@@ -240,6 +250,7 @@ def main() -> int:
     parser.add_argument("--dtypes", default="float32,float16")
     parser.add_argument("--settle-s", type=float, default=1.0)
     parser.add_argument("--burn", action="store_true", help="burn.matmul, tuned, instead")
+    parser.add_argument("--profile", action="store_true", help="with --burn: cProfile too")
     args = parser.parse_args()
     print(f"on {get_device().adapter_summary}")
     for text in args.shapes.split(";"):
@@ -248,7 +259,7 @@ def main() -> int:
             if dtype == "float16" and "float16" not in get_device().supported_dtypes:
                 print(f"\n{text} float16: the adapter has no shader-f16")
             elif args.burn:
-                burn_probe(shape, dtype)
+                burn_probe(shape, dtype, args.profile)
             else:
                 probe(shape, dtype, CANDIDATES, args.settle_s)
     return 0

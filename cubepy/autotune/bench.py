@@ -65,11 +65,15 @@ def observed_copy(value: Any) -> Any:
 
 
 def _copy(value: Any) -> Any:
+    """A snapshot of an array on its own device (a 4096² float32 wgpu buffer took 0.1 s to
+    upload again before each candidate, three per matmul candidate)."""
     if isinstance(value, np.ndarray) or type(value).__module__.startswith("cupy"):
         return value.copy()
     if type(value).__module__.startswith("torch"):
         return value.clone()
-    return to_host(value)  # cube.DeviceArray: restored with copy_from
+    if hasattr(value, "__cube_device_array__") and hasattr(value, "copy"):
+        return value.copy()  # cube.DeviceArray: restored with copy_from, on the device too
+    return to_host(value)
 
 
 def _restore(value: Any, saved: Any) -> None:
@@ -129,14 +133,19 @@ def compare(reference: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) 
         if out is None or out.shape != ref.shape:
             shape = None if out is None else out.shape
             return f"'{name}': shape {shape} instead of {ref.shape}"
+        if _same_bits(ref, out):  # an input the candidates only read, or an exact result
+            continue
         tol = tolerance(str(ref.dtype))
         if tol is None and ref.dtype.kind not in "fc":
             bad = ref != out
         else:
             rtol, atol = tol or (1e-4, 1e-5)
-            r, o = ref.astype(np.float64), out.astype(np.float64)
-            finite = np.abs(r[np.isfinite(r)])
-            scale = max(1.0, float(finite.max())) if finite.size else 1.0
+            # float32 holds 16- and 32-bit floats exactly and rounds far below these
+            # tolerances; float64 copies made this check 3x slower at 16M elements
+            wide = ref.dtype.kind == "c" or ref.dtype.itemsize > 4
+            r, o = (x.astype(np.float64 if wide else np.float32) for x in (ref, out))
+            largest = np.max(np.abs(r), where=np.isfinite(r), initial=0.0)
+            scale = max(1.0, float(largest))
             with np.errstate(invalid="ignore"):
                 bad = ~np.isclose(o, r, rtol=rtol, atol=atol * scale, equal_nan=True)
         count = int(np.count_nonzero(bad))
@@ -145,6 +154,15 @@ def compare(reference: Mapping[str, np.ndarray], got: Mapping[str, np.ndarray]) 
                 diff = np.abs(ref[bad].astype(np.float64) - out[bad].astype(np.float64))
             return f"'{name}': {count} of {ref.size} elements differ ({_worst(diff)})"
     return None
+
+
+def _same_bits(ref: np.ndarray, out: np.ndarray) -> bool:
+    """Whether two arrays hold the same bytes: milliseconds, where ``isclose`` took a
+    second per 16M-element array (a matmul's candidates are compared on A and B too)."""
+    if ref.dtype != out.dtype or ref.dtype.hasobject:
+        return False
+    return bool(np.array_equal(np.ascontiguousarray(ref).reshape(-1).view(np.uint8),
+                               np.ascontiguousarray(out).reshape(-1).view(np.uint8)))
 
 
 def _worst(diff: np.ndarray) -> str:
@@ -161,12 +179,14 @@ def _compare_torch(name: str, ref: Any, out: Any) -> str | None:
     """``compare`` for two torch tensors, computed on their device."""
     if tuple(out.shape) != tuple(ref.shape):
         return f"'{name}': shape {tuple(out.shape)} instead of {tuple(ref.shape)}"
+    import torch
+
+    if out.dtype == ref.dtype and torch.equal(ref, out):  # an input no candidate writes
+        return None
     tol = tolerance(str(ref.dtype).removeprefix("torch."))
     if tol is None and not ref.is_floating_point():
         bad = ref != out
     else:
-        import torch
-
         rtol, atol = tol or (1e-4, 1e-5)
         r, o = ref.double(), out.double()
         finite = r[torch.isfinite(r)].abs()

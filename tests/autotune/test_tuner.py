@@ -258,6 +258,30 @@ def test_compare_tolerances():
     assert bench.compare(ref, {"out": ref["out"][:10]}).startswith("'out': shape")
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_compare_tolerance_in_each_float_dtype(dtype):
+    # values up to 100: a difference is tolerated up to rtol * |ref| + atol * 100; ref[500]
+    # is 0, where atol * 100 alone applies, and ref[1000] is 100
+    rtol, atol = bench.tolerance(dtype)
+    ref = np.linspace(-100, 100, 1001).astype(dtype)
+    within, beyond = ref.copy(), ref.copy()
+    within[500] += np.asarray(0.5 * atol * 100, dtype)
+    within[1000] += np.asarray(0.5 * (rtol + atol) * 100, dtype)
+    beyond[500] += np.asarray(2 * atol * 100, dtype)
+    assert bench.compare({"out": ref}, {"out": within}) is None
+    assert bench.compare({"out": ref}, {"out": beyond}).startswith("'out': 1 of 1001")
+
+
+def test_compare_takes_identical_bits_as_equal():
+    # an input that no candidate writes is identical to the bit, NaN payloads included
+    ref = np.array([1.0, np.nan, -0.0, np.inf], np.float32)
+    assert bench.compare({"a": ref}, {"a": ref.copy()}) is None
+    assert bench.compare({"a": ref}, {"a": np.array([1, np.nan, 0.0, np.inf], np.float32)}) \
+        is None  # -0.0 and 0.0: other bits, within tolerance
+    assert bench.compare({"a": ref}, {"a": np.array([1, 2, -0.0, np.inf], np.float32)}) \
+        == "'a': 1 of 4 elements differ (1 NaN or infinite)"
+
+
 def test_compare_reports_nan_outputs_without_numpy_warnings():
     ref = {"out": np.ones(4, np.float32)}
     with warnings.catch_warnings():

@@ -10,7 +10,7 @@ import pytest
 from autotune_kernels import add_inputs, add_kernel, make_add
 
 import cubepy as cube
-from cubepy.autotune import clocks
+from cubepy.autotune import bench, clocks
 from cubepy.backends.wgsl.device import get_device
 
 pytestmark = pytest.mark.skipif("wgsl" not in cube.available_targets(),
@@ -54,3 +54,12 @@ def test_a_settling_wgsl_clock_runs_what_it_settles_before_timing():
     timer.settle(once, 5)
     assert timer(once, 2) > 0
     np.testing.assert_array_equal(cube.to_numpy(x), np.full(1 << 10, 7.0, np.float32))
+
+
+def test_snapshots_of_wgpu_buffers_stay_on_the_device():
+    x = cube.asarray(np.arange(8, dtype=np.float32), device="wgpu")
+    snapshot = bench.Snapshot({"x": x})
+    assert type(snapshot.saved["x"]) is type(x)  # a device copy: no upload per candidate
+    x.copy_from(np.zeros(8, np.float32))
+    snapshot.restore()
+    np.testing.assert_array_equal(cube.to_numpy(x), np.arange(8))

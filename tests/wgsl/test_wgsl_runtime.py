@@ -307,6 +307,26 @@ fn main(@builtin(local_invocation_index) i: u32) { y[i] = x[i] + 1.0; }
     np.testing.assert_array_equal(y.numpy(), np.ones(4))
 
 
+def test_copy_from_another_device_array_copies_on_the_device():
+    src = kernel_source(
+        """
+@group(0) @binding(0) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<uniform> params: Params;
+@compute @workgroup_size(4)
+fn main(@builtin(local_invocation_index) i: u32) { y[i] = y[i] * 2.0; }
+"""
+    )
+    x, y = buffers.from_numpy(np.arange(4, dtype=np.float32)), buffers.empty(4, "float32")
+    y.copy_from(x)  # recorded in order: the launch below doubles the copy
+    launch.Launcher(src, "main", ["read_write", "uniform"]).launch((1,), [y])
+    np.testing.assert_array_equal(y.numpy(), 2 * np.arange(4))
+    np.testing.assert_array_equal(x.numpy(), np.arange(4))
+    with pytest.raises(ValueError, match=r"float32 \(4,\) into int32 \(4,\): the shape"):
+        buffers.empty(4, "int32").copy_from(x)
+    with pytest.raises(ValueError, match="shape, dtype and device must be the same"):
+        buffers.empty(5, "float32").copy_from(x)
+
+
 def test_pipelines_and_bind_groups_are_cached(rng):
     launcher, grid, args, scalars, _ = vec_add(256, 1.0, rng)
     again = launch.Launcher(VEC_ADD, "main", VEC_ADD_BINDINGS)

@@ -372,7 +372,11 @@ class DeviceArray:
         return self._pooled is None
 
     def copy_from(self, host: Any) -> None:
-        """Upload ``host`` (same shape; cast to this dtype) into this array."""
+        """Upload ``host`` (same shape; cast to this dtype) into this array; a ``DeviceArray``
+        of the same shape and dtype is copied on the device instead."""
+        if isinstance(host, DeviceArray):
+            self._copy_on_device(host)
+            return
         host = np.asarray(host)
         if host.shape != self.shape:
             raise ValueError(f"shape mismatch: array {self.shape}, host {host.shape}")
@@ -400,10 +404,16 @@ class DeviceArray:
     def copy(self) -> DeviceArray:
         """A new array with the same contents (a device-side copy, recorded in the stream)."""
         out = DeviceArray(self.shape, self.dtype, self.device)
+        out._copy_on_device(self)
+        return out
+
+    def _copy_on_device(self, source: DeviceArray) -> None:
+        if (source.shape, source.dtype, source.device) != (self.shape, self.dtype, self.device):
+            raise ValueError(f"copy_from: {source.dtype} {source.shape} into {self.dtype} "
+                             f"{self.shape}: the shape, dtype and device must be the same")
         if self.nbytes:
             encoder = self.device.stream.encoder()
-            encoder.copy_buffer_to_buffer(self.buffer, 0, out.buffer, 0, self.binding_size)
-        return out
+            encoder.copy_buffer_to_buffer(source.buffer, 0, self.buffer, 0, self.binding_size)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         host = self.numpy()
