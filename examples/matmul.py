@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import cubepy as cube
+from cubepy.autotune import TuneContext
 
 try:
     from . import common
@@ -358,11 +359,29 @@ TUNING_CONFIGS = [
         (128, 256, 64, 8, 8, 3, True, True, False, True)]]
 
 
-@cube.autotune(configs=TUNING_CONFIGS, key=["M", "N", "K"])
-def matmul_tuned(a, b, c, M, N, K, BM, BN, BK, GROUP, num_warps, num_stages, PERSISTENT=False,
-                 C_DESC=False, FLAT=False, SPLIT_K=False, target=None):
+# Candidates on wgsl, whose dot is a register-blocked SIMT product through workgroup memory
+# (16-48 KiB per workgroup): burn's tilings, measured on an H200's Vulkan adapter
+# (BENCHMARKS.md, run 78). num_warps=None lets the backend size the workgroup (256 here).
+# The first four need 16.3-24.5 KiB: on an adapter with WebGPU's least, 16 KiB, they fail to
+# compile and are discarded, and 32x32x32 runs.
+WGSL_TUNING_CONFIGS = [
+    cube.Config(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w)
+    for bm, bn, bk, w in [(128, 128, 16, None), (64, 128, 32, None), (64, 64, 32, None),
+                          (64, 64, 32, 4), (32, 32, 32, None)]]
+
+
+def configs_for_target(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config]:
+    """The tuner's prune: the tensor-core list on Triton (and the CPU), the SIMT one on wgsl."""
+    return [cfg for cfg in configs if (cfg in WGSL_TUNING_CONFIGS) == (ctx.target == "wgsl")]
+
+
+@cube.autotune(configs=TUNING_CONFIGS + WGSL_TUNING_CONFIGS, key=["M", "N", "K"],
+               prune=configs_for_target)
+def matmul_tuned(a, b, c, M, N, K, BM, BN, BK, GROUP, num_warps=None, num_stages=None,
+                 PERSISTENT=False, C_DESC=False, FLAT=False, SPLIT_K=False, target=None):
     """``c = a @ b`` with tile sizes and launch options tuned per (M, N, K) bucket, dtype and
-    device; results ship in autotune_cache/ for the devices we tuned on.
+    device, among ``TUNING_CONFIGS`` on Triton and the CPU and ``WGSL_TUNING_CONFIGS`` on
+    wgsl; results ship in autotune_cache/ for the devices we tuned on.
 
     Example:
         >>> matmul_tuned(a, b, c, *a.shape, b.shape[1])  # doctest: +SKIP

@@ -117,6 +117,16 @@ def test_matmul_persistent_tma_on_the_gpu(c_descriptor, flatten, split_k, shape)
         assert matmul.check("triton", *shape, "bfloat16", "gelu", config=config, seed=seed)
 
 
+def test_the_tuned_matmul_offers_each_target_its_own_list():
+    class Context:  # what the tuner's prune hook reads
+        target = "wgsl"
+
+    every = matmul.TUNING_CONFIGS + matmul.WGSL_TUNING_CONFIGS
+    assert matmul.configs_for_target(every, Context) == matmul.WGSL_TUNING_CONFIGS
+    for Context.target in ("triton", "cpu"):
+        assert matmul.configs_for_target(every, Context) == matmul.TUNING_CONFIGS
+
+
 def test_matmul_c_descriptor_needs_the_persistent_kernel():
     a = np.zeros((4, 4), np.float32)
     for config in (matmul.Config(c_descriptor=True), matmul.Config(flatten=True),

@@ -63,3 +63,18 @@ def test_snapshots_of_wgpu_buffers_stay_on_the_device():
     x.copy_from(np.zeros(8, np.float32))
     snapshot.restore()
     np.testing.assert_array_equal(cube.to_numpy(x), np.arange(8))
+
+
+def test_the_example_matmul_tunes_among_its_wgsl_tilings(cache_dir):
+    from examples import matmul
+
+    rng = np.random.default_rng(0)
+    m, n, k = 70, 50, 40  # ragged for every tiling
+    a_host = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b_host = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    a, b = cube.asarray(a_host, device="wgpu"), cube.asarray(b_host, device="wgpu")
+    c = cube.empty((m, n), cube.float32, device="wgpu")
+    matmul.matmul_tuned(a, b, c, m, n, k)
+    assert matmul.matmul_tuned.last_config in matmul.WGSL_TUNING_CONFIGS
+    np.testing.assert_allclose(cube.to_numpy(c), a_host.astype(np.float64) @ b_host,
+                               rtol=1e-5, atol=1e-5)
