@@ -403,6 +403,14 @@ def matmul_reference(a: np.ndarray, b: np.ndarray, activation: str = "") -> np.n
     return acc
 
 
+def product_tolerance(dtype: str, k: int) -> float:
+    """The largest error of a product of inputs in [-1, 1] over ``k`` terms stored as
+    ``dtype``: products are exact in float32 and sums of k of them are off by about sqrt(k)
+    ulps; then C is rounded to its dtype (half an ulp of values up to about 2 sqrt(k))."""
+    ulp = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
+    return 1e-6 * math.sqrt(k) + ulp * max(1.0, math.sqrt(k))
+
+
 def check(target: str, m: int = 300, n: int = 200, k: int = 150, dtype: str = "float16",
           activation: str = "", config: Config = Config(), seed: int = 0) -> bool:
     """A random product on ``target`` against NumPy in float64 (UnsupportedError when the target
@@ -414,10 +422,7 @@ def check(target: str, m: int = 300, n: int = 200, k: int = 150, dtype: str = "f
     c = common.empty((m, n), dtype, like=a)
     matmul(a, b, c, config=config, activation=activation, target=target)
     want = matmul_reference(a_host, b_host, activation)
-    # Products are exact in float32 and sums of k of them are off by about sqrt(k) ulps; then C
-    # is rounded to its dtype (half an ulp of values up to about 2 sqrt(k)).
-    ulp = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
-    tol = 1e-6 * math.sqrt(k) + ulp * max(1.0, math.sqrt(k))
+    tol = product_tolerance(dtype, k)
     name = f"matmul {m}x{n}x{k} {dtype}{' + ' + activation if activation else ''} ({config})"
     return common.report(name, common.max_error(c, want), tol)
 

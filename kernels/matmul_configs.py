@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import cubepy as cube
+from cubepy.backends.wgsl.codegen_dot import staged_dot_bytes
 from cubepy.ir.dtypes import DType
 
 
@@ -73,16 +74,15 @@ CONFIGS = [cfg for configs in CONFIG_CLASSES.values() for cfg in configs]
 
 
 def workgroup_bytes(tiles: dict[str, Any], dtype: DType) -> int:
-    """Workgroup memory a wgsl matmul launch with ``tiles`` needs: the backend stages both
-    dot operand tiles there as 32-bit values (64-bit ones for 64-bit dtypes), A k-major with
-    its rows padded by 4 (``cubepy/backends/wgsl/codegen_dot.py``).
+    """Workgroup memory a wgsl matmul launch with ``tiles`` needs: what the backend stages for
+    its ``dot`` (32-bit values, 64-bit ones for 64-bit dtypes).
 
     Example:
         >>> workgroup_bytes(dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32), cube.float16)
         33280
     """
-    block_m, block_n, block_k = tiles["BLOCK_M"], tiles["BLOCK_N"], tiles["BLOCK_K"]
-    return ((block_m + 4) * block_k + block_k * block_n) * (8 if dtype.bits == 64 else 4)
+    return staged_dot_bytes(tiles["BLOCK_M"], tiles["BLOCK_N"], tiles["BLOCK_K"],
+                            8 if dtype.bits == 64 else 4)
 
 
 def config_class(target: str, device: str, dtype: DType, m: int, n: int, work: int) -> str:

@@ -35,7 +35,7 @@ class Timer(Protocol):
 
 
 @runtime_checkable
-class SustainedTimer(Protocol):
+class SustainedTimer(Timer, Protocol):
     """A clock of a device that slows under sustained load (a GPU at its power cap).
 
     ``settle(run, count)`` queues ``count`` untimed runs, so that the timed runs queued next
@@ -45,8 +45,6 @@ class SustainedTimer(Protocol):
     """
 
     overhead_seconds: float
-
-    def __call__(self, run: Callable[[], Any], count: int = 1) -> float: ...
 
     def settle(self, run: Callable[[], Any], count: int) -> None: ...
 

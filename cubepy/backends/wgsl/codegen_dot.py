@@ -23,6 +23,19 @@ from .lower_layout import Blocked
 
 VIEW_OPS = (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE)
 COMPONENTS = "xyzw"
+A_ROW_PAD = 4  # a[k][m] rows padded by 4 floats: no bank conflicts on writes
+
+
+def staged_dot_bytes(m: int, n: int, k: int, itemsize: int = 4) -> int:
+    """Workgroup memory a ``dot`` of an (m, k) and a (k, n) tile stages: exactly that of the
+    vec4 path (32-bit values, ``a`` k-major with padded rows), at most that of the general
+    path (``itemsize``-byte values, unpadded).
+
+    Example:
+        >>> staged_dot_bytes(128, 128, 32)
+        33280
+    """
+    return ((m + A_ROW_PAD) * k + k * n) * itemsize
 
 
 class DotMixin:
@@ -157,7 +170,7 @@ class DotMixin:
         m, k_len = a.type.shape
         n = b.type.shape[1]
         layout: Blocked = res.layout
-        a_stride, b_stride = m + 4, n  # a[k][m] rows padded by 4: no bank conflicts on writes
+        a_stride, b_stride = m + A_ROW_PAD, n  # as staged_dot_bytes counts
         plans = [(a, True, a_stride), (b, False, b_stride)]
         sources = [self._scatter_source(v) for v, _, _ in plans]
         gathers = [v for (v, _, _), src in zip(plans, sources) if src is None]
