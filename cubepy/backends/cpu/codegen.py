@@ -196,8 +196,10 @@ class CpuEmitter(DotAccumulation, PyEmitter):
             *([f"erf = erf_ufunc({not debug})"] if self.needs_erf_ufunc() else []),
             "",
             "",
-            # sorted: a set's order changes per process, and the source is the cache key
-            f"@njit(cache=True, error_model='numpy', nogil=True, fastmath={FASTMATH_TEXT})",
+            # sorted: a set's order changes per process, and the source is the cache key; no C
+            # wrapper: images and Numba's dispatcher (its Python wrapper) are how grids run
+            f"@njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, "
+            f"fastmath={FASTMATH_TEXT})",
             f"def {fn.name}_grid(start, stop, g0, g1, g2{', ' if args else ''}{args}):",
             "    for p in range(start, stop):",
         ]

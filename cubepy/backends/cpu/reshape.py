@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .namespace import CALLEE_ONLY
+
 
 def _next_axis(dims: Any, nd: int, i: int) -> int:
     """The first axis from ``i`` on whose length is not 1 (``nd`` when there is none)."""
@@ -106,7 +108,7 @@ def compiled() -> tuple[Any, str]:
     import numba
     from numba import types
 
-    options = {"error_model": "numpy", "nogil": True}
+    options = {"error_model": "numpy", "nogil": True, **CALLEE_ONLY}  # only its LLVM is used
     source: dict[str, Any] = dict(globals(), carray=numba.carray)
     for name in ("_next_axis", "_chunk_contiguous", "nocopy_strides"):  # callees first
         fn = globals()[name]
