@@ -20,6 +20,9 @@ environment and call ``reload()``.
 - ``CUBEPY_TRITON_AOT`` (comma-separated list, empty): GPU targets (``cuda:90,hip:gfx942``)
   every new ``triton`` specialization is also compiled for ahead of time; CI uses it to check
   the GPU paths without a GPU.
+- ``NUMBA_OPT`` (Numba's own, 3): LLVM's optimization level for ``cpu`` kernels. Numba reads
+  it; cubepy only keys native images by it, so that an image built at one level is never
+  loaded by a process running at another.
 
 Example:
     >>> from cubepy import config
@@ -74,6 +77,7 @@ class Settings:
     wgpu_adapter: str | None
     triton_interpret: bool | None
     triton_aot: tuple[str, ...]
+    numba_opt: str
 
 
 _settings: Settings | None = None
@@ -102,6 +106,7 @@ def reload() -> Settings:
         triton_interpret=_optional_flag("CUBEPY_TRITON_INTERPRET"),
         triton_aot=tuple(t.strip() for t in os.environ.get("CUBEPY_TRITON_AOT", "").split(",")
                          if t.strip()),
+        numba_opt=os.environ.get("NUMBA_OPT", "").strip() or "3",
     )
     return _settings
 

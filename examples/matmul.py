@@ -27,6 +27,7 @@ import numpy as np
 
 import cubepy as cube
 from cubepy.autotune import TuneContext
+from cubepy.backends.wgsl.codegen_dot import staged_dot_bytes
 
 try:
     from . import common
@@ -362,17 +363,24 @@ TUNING_CONFIGS = [
 # Candidates on wgsl, whose dot is a register-blocked SIMT product through workgroup memory
 # (16-48 KiB per workgroup): burn's tilings, measured on an H200's Vulkan adapter
 # (BENCHMARKS.md, run 78). num_warps=None lets the backend size the workgroup (256 here).
-# The first four need 16.3-24.5 KiB: on an adapter with WebGPU's least, 16 KiB, they fail to
-# compile and are discarded, and 32x32x32 runs.
+# The first four stage 16.3-24.5 KiB: on an adapter with WebGPU's least, 16 KiB, the prune
+# drops them, so that 32x32x32 is tuned alone and is the default with CUBEPY_AUTOTUNE=0.
 WGSL_TUNING_CONFIGS = [
     cube.Config(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w)
     for bm, bn, bk, w in [(128, 128, 16, None), (64, 128, 32, None), (64, 64, 32, None),
                           (64, 64, 32, 4), (32, 32, 32, None)]]
+WEBGPU_LEAST_WORKGROUP_BYTES = 16384  # what every WebGPU adapter offers at least
 
 
 def configs_for_target(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config]:
-    """The tuner's prune: the tensor-core list on Triton (and the CPU), the SIMT one on wgsl."""
-    return [cfg for cfg in configs if (cfg in WGSL_TUNING_CONFIGS) == (ctx.target == "wgsl")]
+    """The tuner's prune: the tensor-core list on Triton (and the CPU); on wgsl the SIMT
+    tilings whose staged ``dot`` fits the adapter's workgroup memory."""
+    if ctx.target != "wgsl":
+        return [cfg for cfg in configs if cfg not in WGSL_TUNING_CONFIGS]
+    room = ctx.limits.get("max_compute_workgroup_storage_size", WEBGPU_LEAST_WORKGROUP_BYTES)
+    itemsize = 8 if np.dtype(ctx.args["a"].dtype).itemsize == 8 else 4  # as the backend stages
+    return [cfg for cfg in configs if cfg in WGSL_TUNING_CONFIGS and staged_dot_bytes(
+        cfg.kwargs["BM"], cfg.kwargs["BN"], cfg.kwargs["BK"], itemsize) <= room]
 
 
 @cube.autotune(configs=TUNING_CONFIGS + WGSL_TUNING_CONFIGS, key=["M", "N", "K"],

@@ -120,11 +120,28 @@ def test_matmul_persistent_tma_on_the_gpu(c_descriptor, flatten, split_k, shape)
 def test_the_tuned_matmul_offers_each_target_its_own_list():
     class Context:  # what the tuner's prune hook reads
         target = "wgsl"
+        limits = {"max_compute_workgroup_storage_size": 32768}
+        args = {"a": np.zeros((2, 2), np.float32)}
 
     every = matmul.TUNING_CONFIGS + matmul.WGSL_TUNING_CONFIGS
     assert matmul.configs_for_target(every, Context) == matmul.WGSL_TUNING_CONFIGS
     for Context.target in ("triton", "cpu"):
         assert matmul.configs_for_target(every, Context) == matmul.TUNING_CONFIGS
+
+
+def test_the_tuned_matmul_fits_webgpus_least_workgroup_memory():
+    """On an adapter with 16 KiB of workgroup memory only 32x32x32 is kept, so that it is
+    also the default with CUBEPY_AUTOTUNE=0; the estimate is the backend's own (checked
+    against its refusal in tests/burn/test_linalg.py)."""
+    class Context:
+        target = "wgsl"
+        limits = {"max_compute_workgroup_storage_size": 16384}
+        args = {"a": np.zeros((2, 2), np.float16)}
+
+    kept = matmul.configs_for_target(matmul.WGSL_TUNING_CONFIGS, Context)
+    assert [(c.kwargs["BM"], c.kwargs["BN"], c.kwargs["BK"]) for c in kept] == [(32, 32, 32)]
+    Context.limits = {}  # an adapter that reports none: WebGPU's least
+    assert matmul.configs_for_target(matmul.WGSL_TUNING_CONFIGS, Context) == kept
 
 
 def test_matmul_c_descriptor_needs_the_persistent_kernel():

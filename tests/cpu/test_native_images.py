@@ -232,3 +232,47 @@ def test_one_generated_module_gets_an_image_per_dtype(cache_dir, rng):
     assert ".reshape(" in compiled[0].source
     assert all(c.entry is not None for c in compiled)
     assert len(_images(cache_dir, ".native")) == len(arrays)  # ...and an image per dtype
+
+
+def test_an_image_never_holds_an_address_of_this_process():
+    """Numba keeps addresses of this process's objects in "dynamic globals". What only the
+    Python wrapper reads is dropped with it; one the entry still reads refuses the image."""
+    import llvmlite.binding as llvm
+
+    from cubepy.backends.cpu import native
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    module = llvm.parse_assembly(textwrap.dedent("""
+        @"numba.dynamic.globals.7f00" = global ptr inttoptr (i64 140000 to ptr)
+        @"numba.dynamic.globals.7f08" = global ptr inttoptr (i64 140008 to ptr)
+        define ptr @entry() {
+          %p = load ptr, ptr @"numba.dynamic.globals.7f00"
+          ret ptr %p
+        }
+        define ptr @python_wrapper() {
+          %p = load ptr, ptr @"numba.dynamic.globals.7f08"
+          ret ptr %p
+        }
+    """))
+    module.triple = llvm.get_process_triple()
+    native._keep_only(module, "entry")
+    assert native._process_addresses(module) == {"numba.dynamic.globals.7f00"}
+
+
+def test_images_are_keyed_by_numbas_optimization_level(monkeypatch):
+    """An image compiled with NUMBA_OPT=0 (unoptimized, quick to build) is never loaded by a
+    process at the default level, nor the other way round."""
+    from cubepy.backends.cpu import native
+
+    monkeypatch.delenv("NUMBA_OPT", raising=False)
+    config.reload()
+    default = native.host_tag()
+    monkeypatch.setenv("NUMBA_OPT", "3")
+    config.reload()
+    assert native.host_tag() == default
+    monkeypatch.setenv("NUMBA_OPT", "0")
+    config.reload()
+    assert native.host_tag() != default
+    monkeypatch.undo()
+    config.reload()

@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ... import config
+
 FORMAT = "cubepy-native-3"  # bump when the image's layout or entry convention changes
 GRID_ARGS = 5  # start, stop, g0, g1, g2: the grid function's leading int64 arguments
 # The fields of a 1-D C-contiguous NumPy array as Numba's calling convention passes them:
@@ -39,6 +41,7 @@ _SCALAR_CTYPES = {"i1": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_int
                   "double": ctypes.c_double}
 # Numba's runtime frees what it allocates through these; the image brings its own (below).
 _RUNTIME_SYMBOLS = ("NRT_", "numba_", "Py", "_Py")
+DYNAMIC_GLOBAL_PREFIX = "numba.dynamic.globals"  # Numba's name for a global it sets to an address
 RESHAPE_HELPER = "numba_attempt_nocopy_reshape"  # a C helper of Numba's; reshape.py is ours
 
 # Numba's arrays keep a MemInfo {refct, dtor, dtor_info, data, size, external_allocator};
@@ -121,14 +124,20 @@ def scalar_kind(dtype: np.dtype) -> str:
     return f"scalar:{np.dtype(dtype).str}"
 
 
-@functools.cache
 def host_tag() -> str:
-    """What an image's machine code depends on besides the kernel: the CPU and the linker."""
+    """What an image's machine code depends on besides the kernel: the CPU, the linker and
+    the optimization level it was compiled at."""
+    return _host_tag(config.settings().numba_opt)
+
+
+@functools.cache
+def _host_tag(numba_opt: str) -> str:
     import llvmlite
     import llvmlite.binding as llvm
 
     text = "\n".join([FORMAT, llvmlite.__version__, llvm.get_process_triple(),
-                      llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()])
+                      llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
+                      f"opt {numba_opt}"])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -155,6 +164,9 @@ def build(grid_fn: Any, kinds: list[str], entry: str) -> bytes:
     missing = _unresolvable(module)
     if missing:
         raise NoImage("needs " + ", ".join(sorted(missing)))
+    addresses = _process_addresses(module)
+    if addresses:
+        raise NoImage("holds addresses of this process: " + ", ".join(sorted(addresses)))
     header = json.dumps({"format": FORMAT, "entry": entry, "params": params[2:],
                          "kinds": kinds}).encode()
     return header + b"\n" + library._codegen._tm.emit_object(module)
@@ -295,6 +307,14 @@ def _unresolvable(module: Any) -> set[str]:
     needed |= {g.name for g in module.global_variables if g.is_declaration}
     return {name for name in needed
             if name.startswith(_RUNTIME_SYMBOLS) or not hasattr(process, name)}
+
+
+def _process_addresses(module: Any) -> set[str]:
+    """Numba's "dynamic globals" the entry still reaches: each holds an address in this
+    process (of a Python object, a ctypes function, ...), meaningless in any other. Optimized
+    code drops them with the Python wrapper; with NUMBA_OPT=0 some survive."""
+    return {g.name for g in module.global_variables
+            if g.name.startswith(DYNAMIC_GLOBAL_PREFIX) and not g.is_declaration}
 
 
 # ---- loading (any later process; llvmlite only) ----
