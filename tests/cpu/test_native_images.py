@@ -167,11 +167,17 @@ def test_native_images_can_be_turned_off(cache_dir, rng, monkeypatch):
 
 def _numpy_view_strides(a: np.ndarray, shape: tuple, fortran: bool):
     """NumPy's answer: the strides of ``a`` viewed as ``shape`` without a copy, or None."""
-    view = (a.T if fortran else a).view()
+    source, target = (a.T, shape[::-1]) if fortran else (a, shape)
     try:
-        view.shape = shape[::-1] if fortran else shape
-    except AttributeError:
+        view = np.reshape(source, target, copy=False)  # NumPy 2.1+: a view or ValueError
+    except ValueError:
         return None
+    except TypeError:  # older NumPy: no copy=, so set .shape (deprecated from NumPy 2.5)
+        view = source.view()
+        try:
+            view.shape = target
+        except AttributeError:
+            return None
     return view.strides[::-1] if fortran else view.strides
 
 
