@@ -10,8 +10,9 @@ from typing import Any
 from . import atomics, helpers
 
 # Functions only compiled code calls need neither of the wrappers Numba adds by default (one
-# for calls from Python, one for C callers); each wrapper is lowered, optimized and turned into
-# machine code per signature, and skipping them cut a cold kernel's compile by about a quarter.
+# for calls from Python, one for C callers), each lowered and compiled per signature. Measured
+# in fresh processes, skipping them saves little (BENCHMARKS.md, "Cold compiles"); it is work
+# Numba need not do.
 CALLEE_ONLY = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 NUMBA_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True,
                  "fastmath": {"reassoc", "contract", "arcp", "nsz", "afn"}, **CALLEE_ONLY}
