@@ -27,7 +27,7 @@ import numpy as np
 
 import cubepy as cube
 from cubepy.autotune import TuneContext
-from cubepy.backends.wgsl.codegen_dot import staged_dot_bytes
+from cubepy.backends.wgsl.codegen_dot import staged_dot_bytes, workgroup_room
 
 try:
     from . import common
@@ -369,7 +369,6 @@ WGSL_TUNING_CONFIGS = [
     cube.Config(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w)
     for bm, bn, bk, w in [(128, 128, 16, None), (64, 128, 32, None), (64, 64, 32, None),
                           (64, 64, 32, 4), (32, 32, 32, None)]]
-WEBGPU_LEAST_WORKGROUP_BYTES = 16384  # what every WebGPU adapter offers at least
 
 
 def configs_for_target(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config]:
@@ -377,10 +376,9 @@ def configs_for_target(configs: list[cube.Config], ctx: TuneContext) -> list[cub
     tilings whose staged ``dot`` fits the adapter's workgroup memory."""
     if ctx.target != "wgsl":
         return [cfg for cfg in configs if cfg not in WGSL_TUNING_CONFIGS]
-    room = ctx.limits.get("max_compute_workgroup_storage_size", WEBGPU_LEAST_WORKGROUP_BYTES)
-    itemsize = 8 if np.dtype(ctx.args["a"].dtype).itemsize == 8 else 4  # as the backend stages
+    room, element_bytes = workgroup_room(ctx.limits), np.dtype(ctx.args["a"].dtype).itemsize
     return [cfg for cfg in configs if cfg in WGSL_TUNING_CONFIGS and staged_dot_bytes(
-        cfg.kwargs["BM"], cfg.kwargs["BN"], cfg.kwargs["BK"], itemsize) <= room]
+        cfg.kwargs["BM"], cfg.kwargs["BN"], cfg.kwargs["BK"], element_bytes) <= room]
 
 
 @cube.autotune(configs=TUNING_CONFIGS + WGSL_TUNING_CONFIGS, key=["M", "N", "K"],

@@ -48,6 +48,7 @@ from typing import Any
 import cubepy as cube
 from cubepy import config as cube_config
 from cubepy.autotune import TuneContext, pow2_anchor
+from cubepy.backends.wgsl.codegen_dot import workgroup_room
 from cubepy.ir.dtypes import DType
 
 from .layout import Context, View, _indices, collapse
@@ -324,7 +325,7 @@ def _tiles_for(configs: list[cube.Config], ctx: TuneContext) -> list[cube.Config
                                              work)]
     candidates = [cfg for cfg in candidates if _suits(plan, cfg.kwargs)]
     if ctx.target == "wgsl":  # a tile the adapter's workgroup memory cannot hold fails to compile
-        room = ctx.limits.get("max_compute_workgroup_storage_size", 16384)
+        room = workgroup_room(ctx.limits)
         candidates = [cfg for cfg in candidates
                       if workgroup_bytes(cfg.kwargs, plan.dtype) <= room] or candidates[:1]
     return candidates if work >= GPU_TUNE_FROM else candidates[:1]

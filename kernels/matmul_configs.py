@@ -75,14 +75,13 @@ CONFIGS = [cfg for configs in CONFIG_CLASSES.values() for cfg in configs]
 
 def workgroup_bytes(tiles: dict[str, Any], dtype: DType) -> int:
     """Workgroup memory a wgsl matmul launch with ``tiles`` needs: what the backend stages for
-    its ``dot`` (32-bit values, 64-bit ones for 64-bit dtypes).
+    its ``dot`` (``staged_dot_bytes``).
 
     Example:
         >>> workgroup_bytes(dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32), cube.float16)
         33280
     """
-    return staged_dot_bytes(tiles["BLOCK_M"], tiles["BLOCK_N"], tiles["BLOCK_K"],
-                            8 if dtype.bits == 64 else 4)
+    return staged_dot_bytes(tiles["BLOCK_M"], tiles["BLOCK_N"], tiles["BLOCK_K"], dtype.bits // 8)
 
 
 def config_class(target: str, device: str, dtype: DType, m: int, n: int, work: int) -> str:

@@ -279,13 +279,14 @@ class WgslBackend:
 
     def codegen_target(self, options: dict[str, Any]):
         from .codegen import Target
+        from .codegen_dot import workgroup_room
 
         dev = self.device
         return Target(
             name="wgsl",
             subgroup=_subgroup_size(dev) if options.get("subgroups", True) else None,
             float_atomic_add=dev.has("shader-float32-atomic"),
-            max_workgroup_bytes=dev.limits.get("max_compute_workgroup_storage_size", 16384),
+            max_workgroup_bytes=workgroup_room(dev.limits),
             device=dev.adapter_summary,
             options=dict(options),
         )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ...ir import Block, Function, Op, Operation, Value, walk
 from ...ir.ops import ELEMENTWISE, LAYOUT
 from . import codegen_types as ty
-from .codegen_dot import DotMixin
+from .codegen_dot import WEBGPU_MIN_WORKGROUP_BYTES, DotMixin
 from .codegen_memory import MemoryMixin
 from .codegen_ops import OpsMixin
 from .codegen_reduce import ReduceMixin
@@ -33,7 +33,7 @@ class Target:
     name: str = "wgsl"
     subgroup: int | None = None  # the subgroup size when subgroup operations can be used
     float_atomic_add: bool = False
-    max_workgroup_bytes: int = 16384
+    max_workgroup_bytes: int = WEBGPU_MIN_WORKGROUP_BYTES
     device: str = ""
     options: dict = field(default_factory=dict)
 

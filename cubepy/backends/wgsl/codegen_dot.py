@@ -15,6 +15,8 @@ its only reader (the usual ``acc = cube.dot(a, b, acc)`` loop).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ...ir import Op, Operation, Value
 from ...ir import dtypes as dt
 from . import codegen_types as ty
@@ -24,18 +26,30 @@ from .lower_layout import Blocked
 VIEW_OPS = (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE)
 COMPONENTS = "xyzw"
 A_ROW_PAD = 4  # a[k][m] rows padded by 4 floats: no bank conflicts on writes
+WEBGPU_MIN_WORKGROUP_BYTES = 16384  # what every WebGPU adapter offers at least
 
 
-def staged_dot_bytes(m: int, n: int, k: int, itemsize: int = 4) -> int:
-    """Workgroup memory a ``dot`` of an (m, k) and a (k, n) tile stages: exactly that of the
-    vec4 path (32-bit values, ``a`` k-major with padded rows), at most that of the general
-    path (``itemsize``-byte values, unpadded).
+def staged_dot_bytes(m: int, n: int, k: int, element_bytes: int = 4) -> int:
+    """Workgroup memory a ``dot`` of an (m, k) and a (k, n) tile of ``element_bytes``-byte
+    elements stages: values are staged as 32 bits (64 for 8-byte elements). Exactly that of
+    the vec4 path (``a`` k-major with padded rows), at most that of the general path.
 
     Example:
         >>> staged_dot_bytes(128, 128, 32)
         33280
     """
-    return ((m + A_ROW_PAD) * k + k * n) * itemsize
+    staged = 8 if element_bytes == 8 else 4
+    return ((m + A_ROW_PAD) * k + k * n) * staged
+
+
+def workgroup_room(limits: Mapping[str, int]) -> int:
+    """Workgroup memory an adapter with wgpu's ``limits`` offers (WebGPU's least if unset).
+
+    Example:
+        >>> workgroup_room({})
+        16384
+    """
+    return limits.get("max_compute_workgroup_storage_size", WEBGPU_MIN_WORKGROUP_BYTES)
 
 
 class DotMixin:
