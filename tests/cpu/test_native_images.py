@@ -266,6 +266,31 @@ def test_an_image_never_holds_an_address_of_this_process():
     assert native._process_addresses(module) == {"numba.dynamic.globals.7f00"}
 
 
+def test_an_unoptimized_kernel_holding_addresses_runs_through_numba(cache_dir, rng):
+    """Unoptimized (NUMBA_OPT=0), Numba leaves addresses of the building process in the
+    float16 rounding helpers' code; the image is refused, saying so, and Numba runs the kernel.
+    A process at that level is needed: Numba reads NUMBA_OPT once, when it is imported."""
+    x = (rng.standard_normal(300) * 50).astype(np.float16)
+    child = textwrap.dedent("""
+        import json, sys
+        import numpy as np
+        from tests.cpu.test_native_images import flagged_copy
+        x = np.asarray(json.loads(sys.stdin.read()), np.float16)
+        out = np.zeros_like(x)
+        flagged_copy[(3,)](x, out, x.size, True, BLOCK=128)
+        print(json.dumps(out.astype(np.float64).tolist()))
+    """)
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), NUMBA_OPT="0")
+    proc = subprocess.run([sys.executable, "-c", child], input=json.dumps(x.tolist()),
+                          capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = np.asarray(json.loads(proc.stdout.strip().splitlines()[-1]), np.float16)
+    np.testing.assert_array_equal(out, -x)
+    assert _images(cache_dir, ".native") == []
+    (why,) = _images(cache_dir, ".numba")
+    assert why.read_text().startswith("holds addresses of this process: numba.dynamic.globals")
+
+
 def test_images_are_keyed_by_numbas_optimization_level(monkeypatch):
     """An image compiled with NUMBA_OPT=0 (unoptimized, quick to build) is never loaded by a
     process at the default level, nor the other way round."""
