@@ -38,6 +38,11 @@ class UnsupportedError(CompileError):
     """The chosen target lacks a dtype or feature the kernel needs."""
 
 
+class UnshownPrintWarning(UserWarning):
+    """A kernel's ``cube.device_print`` runs on a target that cannot show it (WGSL has no
+    printf): the kernel runs, without the prints."""
+
+
 class LaunchError(CubeError):
     """A launch was given arguments that do not fit the kernel (count, dtype, device, grid).
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import UnsupportedError
-from ..ir import Function, Loc, Op, Operation, walk
+from ..ir import Function, Loc, Op, Operation, Value, walk
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,14 @@ def _refuse(info: TargetInfo, dtype: str, loc: Loc | None, what: str) -> None:
     raise UnsupportedError(
         f"target '{info.name}'{device} does not support {dtype} ({what})", loc,
         f"use one of {', '.join(sorted(info.dtypes))}, or run on another target")
+
+
+def nonzero_constant(value: Value) -> bool:
+    """Whether ``value`` is a constant other than 0: an integer division by it needs no guard
+    (cubepy divides by zero as NumPy does, giving 0; GPUs leave it undefined, WGSL gives the
+    dividend)."""
+    owner = value.owner
+    return owner is not None and owner.op is Op.CONST and owner.attrs["value"] != 0
 
 
 def shift_in_range(op: Operation) -> bool:

@@ -87,7 +87,10 @@ def _shape(value: Any) -> tuple[int, ...]:
     if isinstance(value, (tuple, list)):
         value = [plain_int(d) for d in value]
     if not isinstance(value, (tuple, list)) or not all(isinstance(d, int) for d in value):
-        raise RuleError(f"a tile shape must be a tuple of compile-time ints, got {value!r}",
+        dims = value if isinstance(value, (tuple, list)) else [value]
+        runtime = any(is_value(d) for d in dims)  # an IR value's repr means nothing to a user
+        got = "a run-time value" if runtime else repr(value)
+        raise RuleError(f"a tile shape must be a tuple of compile-time ints, got {got}",
                         "use comptime parameters (cube.Comptime[int]) for tile sizes")
     return tuple(value)
 

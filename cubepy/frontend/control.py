@@ -168,8 +168,9 @@ def _loop_types(fb: FunctionBuilder, node: ast.AST, carried: list[str],
             if weak[i]:
                 types[i], weak[i], changed = y.type, False, True
                 continue
-            fb.error(node, f"loop-carried variable '{name}' is {types[i]} before the loop "
-                           f"and {y.type} after one iteration",
+            fb.error(_last_assignment(node, name),
+                     f"loop-carried variable '{name}' is {types[i]} before the loop "
+                     f"and {y.type} after one iteration",
                      f"initialize '{name}' with its final type before the loop, e.g. "
                      f"`{name} = cube.zeros({y.type.shape}, cube.{y.type.dtype.name})`"
                      if y.type.shape else
@@ -180,6 +181,23 @@ def _loop_types(fb: FunctionBuilder, node: ast.AST, carried: list[str],
                 fb.b.yield_([_coerce(fb, y, t) for y, t in zip(yielded, types)])
             return types, blocks
     raise AssertionError("carried types did not settle")  # pragma: no cover
+
+
+def _last_assignment(loop: ast.AST, name: str) -> ast.AST:
+    """The loop body's last statement assigning ``name`` (where a type change is written),
+    or the loop itself."""
+    found: ast.AST = loop
+    for stmt in ast.walk(loop):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)) else []
+        names = {t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+        if name in names and (found is loop or _position(stmt) > _position(found)):
+            found = stmt
+    return found
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
 
 
 def _carried_out(fb: FunctionBuilder, node: ast.AST, carried: list[str]) -> list[Any]:

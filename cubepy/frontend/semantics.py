@@ -113,6 +113,10 @@ def _merge(dtype: dt.DType, x: Any) -> dt.DType:
 
 
 def _pointer_add(b: Builder, op: Op, ptr: Value, offset: Any) -> Value:
+    if is_value(offset) and offset.type.is_ptr:
+        raise RuleError("two pointers cannot be added or subtracted: an array argument is a "
+                        "pointer to its first element",
+                        "load the values first: cube.load(x + offs) + cube.load(y + offs)")
     if op is Op.SUB:
         offset = unary(b, Op.NEG, offset)
     if not is_value(offset) and not isinstance(offset, (int, np.integer)):

@@ -58,10 +58,13 @@ _cache: dict[Any, Source] = {}
 
 
 def parse_function(fn: Any) -> Source:
-    """Parse ``fn``'s definition (cached per code object)."""
+    """Parse ``fn``'s definition (cached per code object and file)."""
     code = fn.__code__
-    if code in _cache:
-        return _cache[code]
+    # Code objects of one text compare equal whatever file they come from: without the file in
+    # the key, a copy of a kernel in a second file would report its errors in the first.
+    key = (code, code.co_filename)
+    if key in _cache:
+        return _cache[key]
     file = inspect.getsourcefile(fn) or code.co_filename
     try:
         lines, first_line = inspect.getsourcelines(fn)
@@ -80,7 +83,7 @@ def parse_function(fn: Any) -> Source:
         raise CompileError(f"{fn.__qualname__} is not a plain function definition",
                            Loc(file, first_line, 0), "decorate a `def` function")
     source = Source(tree, file, first_line, indent, dedented.splitlines())
-    _cache[code] = source
+    _cache[key] = source
     return source
 
 

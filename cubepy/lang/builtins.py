@@ -68,6 +68,20 @@ def is_comptime_annotation(annotation: Any) -> bool:
     return isinstance(annotation, _ComptimeAlias) or annotation is Comptime
 
 
+def comptime_kind(annotation: Any) -> str | None:
+    """The name of the type a ``cube.Comptime[...]`` annotation asks for (``"int"``), if any.
+
+    Example:
+        >>> comptime_kind(Comptime[int]), comptime_kind("cube.Comptime[bool]")
+        ('int', 'bool')
+    """
+    if isinstance(annotation, _ComptimeAlias):
+        return getattr(annotation.inner, "__name__", None)
+    if isinstance(annotation, str) and "Comptime[" in annotation:
+        return annotation.split("Comptime[", 1)[1].rstrip("]").strip() or None
+    return None
+
+
 class _Bounds:
     """``range``'s arguments and iterations: what static_range and cube.range share."""
 

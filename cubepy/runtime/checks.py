@@ -13,6 +13,8 @@ Example:
 from __future__ import annotations
 
 import inspect
+import linecache
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +22,7 @@ import numpy as np
 
 from ..errors import CompileError, CubeError, LaunchError, format_message, user_loc
 from ..ir import Function, Op, walk
+from ..ir.core import Loc
 from .args import is_array
 
 # ops that write through their first operand, a pointer into one argument
@@ -103,37 +106,99 @@ def _spelled(fn: Callable[..., Any]) -> str:
 
 # ---- arguments ----
 
-def check_comptime_values(name: str, bound: Mapping[str, Any], comptime: set[str]) -> None:
+def check_comptime_values(name: str, bound: Mapping[str, Any],
+                          kinds: Mapping[str, str | None]) -> None:
     """An array passed for a ``cube.Comptime`` parameter (a parameter in the wrong place, or
-    a missing annotation on another one) is refused before it reaches the compiler."""
-    for param in comptime:
+    a missing annotation on another one), or a ``Comptime[int]`` value that is not an int,
+    is refused before it reaches the compiler: there it would fail at its first use, with a
+    hint to add the annotation the parameter already has."""
+    for param, kind in kinds.items():
         value = bound.get(param)
         if is_array(value):
             raise LaunchError(f"{name}(): '{param}' is a cube.Comptime parameter, but it got "
                               f"an array ({type(value).__name__})",
                               f"pass a Python value (int, float, bool, str, dtype, tuple) for "
                               f"{param}; arrays go to parameters without cube.Comptime")
+        wanted = _COMPTIME_TYPES.get(kind or "")
+        if wanted is not None and param in bound and not isinstance(value, wanted):
+            raise LaunchError(f"{name}(): '{param}' is a cube.Comptime[{kind}] parameter, but it "
+                              f"got {value!r} ({type(value).__name__})",
+                              f"pass an int{f': {param}={int(value)}' if _integral(value) else ''}")
 
 
-def with_scalar_array_hint(err: CompileError, signature: inspect.Signature, args: tuple,
-                           kwargs: Mapping[str, Any]) -> CompileError:
-    """``err``, naming a 0-d NumPy array among the arguments when it is about pointers: an
-    array is a pointer in the kernel, so one meant as a scalar fails where the kernel computes
-    with it, with an error that does not say why the value is a pointer."""
-    if "pointer" not in err.message:
+# What a Comptime[int] value may be: NumPy's integers count, as they do in the kernel
+# (`BLOCK=np.int64(16)`). Comptime[bool] takes any value, tested for truth as in Python.
+_COMPTIME_TYPES = {"int": (int, np.integer)}
+
+
+def _integral(value: Any) -> bool:
+    return isinstance(value, (float, np.floating)) and float(value).is_integer()
+
+
+def check_options(name: str, options: Mapping[str, Any]) -> None:
+    """Launch options of the wrong kind are refused at the launch, on every target: Triton
+    would fail at compile time on a GPU only (num_warps=3), other targets ignore them."""
+    for option in ("num_warps", "num_stages", "workgroup_size"):
+        value = options.get(option)
+        if value is None:
+            continue
+        smallest = 0 if option == "num_stages" else 1
+        ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool) \
+            and value >= smallest
+        if ok and option == "num_warps":
+            ok = value & (value - 1) == 0
+        if not ok:
+            what = "a power of two" if option == "num_warps" else f"an int >= {smallest}"
+            raise LaunchError(f"{name}(): {option}={value!r}; it must be {what}",
+                              f"for example {name}[grid](..., "
+                              f"{option}={4 if option == 'num_warps' else 2})")
+
+
+def with_argument_hint(err: CompileError, signature: inspect.Signature, args: tuple,
+                       kwargs: Mapping[str, Any]) -> CompileError:
+    """``err``, naming the launch argument behind it when it is about pointers. An array is a
+    pointer in the kernel and a number is not, so an argument passed in the wrong place (an
+    array for ``n``, a float for ``x``) fails where the kernel computes with it, with an
+    error that does not say which value made it a pointer, or not one."""
+    if "pointer" not in err.message or err.loc is None:
         return err
     try:
         bound = signature.bind_partial(*args, **kwargs).arguments
     except TypeError:
         return err
-    zero_d = [name for name, value in bound.items()
-              if isinstance(value, np.ndarray) and value.ndim == 0]
-    if not zero_d:
+    named = [name for name in _names_in_span(err.loc) if name in bound]
+    arrays = [name for name in named if is_array(bound[name])]
+    numbers = [name for name in named if not is_array(bound[name])]
+    zero_d = [name for name in arrays
+              if isinstance(bound[name], np.ndarray) and bound[name].ndim == 0]
+    wants_pointer = "needs a pointer" in err.message
+    note = None
+    if zero_d:
+        note = (f"argument '{zero_d[0]}' is a 0-d NumPy array, which a kernel takes as a "
+                f"pointer; pass {zero_d[0]}.item() for a scalar")
+    elif wants_pointer and numbers:
+        name = numbers[0]
+        note = (f"argument '{name}' got {_short(bound[name])} ({type(bound[name]).__name__}), "
+                "not an array; check the order of the launch arguments")
+    elif not wants_pointer and len(arrays) == 1:  # two arrays: the kernel's own mistake
+        name = arrays[0]
+        note = (f"argument '{name}' got an array ({type(bound[name]).__name__}), which a "
+                f"kernel takes as a pointer; if '{name}' is a number, pass an int or a float")
+    if note is None:
         return err
-    name = zero_d[0]
-    note = (f"argument '{name}' is a 0-d NumPy array, which a kernel takes as a pointer; pass "
-            f"{name}.item() for a scalar")
     return type(err)(err.message, err.loc, f"{note} (else: {err.hint})" if err.hint else note)
+
+
+def _names_in_span(loc: Loc) -> list[str]:
+    """The identifiers in the user's source that ``loc`` underlines."""
+    line = linecache.getline(loc.file, loc.line)
+    end = loc.end_col if loc.end_col and loc.end_col > loc.col else len(line)
+    return re.findall(r"[A-Za-z_]\w*", line[loc.col:end])
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def written_args(fn: Function) -> frozenset[str]:
@@ -199,5 +264,20 @@ def check_decorated(fn: Any, options: Mapping[str, Any]) -> None:
             f"{type(fn).__name__} {fn!r}"
         problem = (f"@cube.kernel decorates a function, not {what}",
                    "put @cube.kernel right above a `def`")
+    else:
+        problem = _variadic_parameter(fn)
     if problem is not None:
         raise CubeError(format_message(problem[0], user_loc(), problem[1]))
+
+
+def _variadic_parameter(fn: Any) -> tuple[str, str] | None:
+    """``*args`` or ``**kwargs`` in a kernel's signature: each launch argument becomes one
+    typed parameter, so a kernel names them one by one."""
+    for param in inspect.signature(fn).parameters.values():
+        stars = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+        if param.kind in stars:
+            return (f"a kernel cannot take {stars[param.kind]}{param.name}: each launch argument "
+                    "is one array or scalar parameter",
+                    f"name the parameters one by one (def {fn.__name__}(x, y, out, n, ...)), "
+                    "or pass one array holding the values")
+    return None

@@ -13,16 +13,17 @@ from .. import config
 from ..errors import CompileError, LaunchError, caller_loc, user_loc
 from ..frontend import build_kernel
 from ..ir import Function, Type, print_function
-from ..lang.builtins import is_comptime_annotation
+from ..lang.builtins import comptime_kind, is_comptime_annotation
 from ..passes import optimize
 from .args import ArgSpec, classify, target_for
 from .checks import (
     check_comptime_values,
     check_decorated,
+    check_options,
     check_writable,
     no_grid_error,
     normalize_grid,
-    with_scalar_array_hint,
+    with_argument_hint,
     writable_guard,
     written_args,
 )
@@ -50,6 +51,8 @@ class Kernel:
         self.signature = inspect.signature(fn)
         self.comptime = {name for name, p in self.signature.parameters.items()
                          if is_comptime_annotation(p.annotation)}
+        self.comptime_kinds = {name: comptime_kind(self.signature.parameters[name].annotation)
+                               for name in self.comptime}
         self._compiled: dict[Any, Any] = {}
         self._fast: dict[Any, Any] = {}
         self._launchers: dict[tuple, Callable[..., None]] = {}
@@ -113,7 +116,7 @@ class Kernel:
 
     def _specialize(self, bound: dict[str, Any], target: str | None
                     ) -> tuple[str, list[tuple[str, Any]], dict[str, ArgSpec]]:
-        check_comptime_values(self.fn.__name__, bound, self.comptime)
+        check_comptime_values(self.fn.__name__, bound, self.comptime_kinds)
         specs = {name: classify(value, name) for name, value in bound.items()
                  if name not in self.comptime}
         if target is None:
@@ -150,6 +153,7 @@ class Kernel:
                  ) -> tuple[Any, frozenset[str], dict[str, Any], dict[str, Any]]:
         """(compiled kernel, names of the arrays it stores to, bound arguments, options)."""
         bound, options = self._bind(args, dict(kwargs))
+        check_options(self.fn.__name__, options)
         target, params, _specs = self._specialize(bound, options.get("target"))
         backend = get_backend(target)
         key = self._key(target, params, backend, options)
@@ -171,7 +175,7 @@ class Kernel:
             compiled, written, bound, _ = self._compile(args, kwargs)
         except CompileError as err:
             options = {k: v for k, v in kwargs.items() if k not in OPTIONS}
-            raise with_scalar_array_hint(err, self.signature, args, options
+            raise with_argument_hint(err, self.signature, args, options
                                          ).with_traceback(None) from None
         name = self.fn.__name__
         meta = {param: bound[param] for param in self.comptime}

@@ -268,14 +268,15 @@ def test_where_chain(target, rng, dtype):
 
 
 @cube.kernel
-def divmod_kernel(x, y, q, r, q_lit, r_lit, n, BLOCK: cube.Comptime[int]):
+def divmod_kernel(x, y, q, r, q_lit, r_lit, n, BLOCK: cube.Comptime[int],
+                  SIGNED: cube.Comptime[bool] = True):
     offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
     mask = offs < n
     a = cube.load(x + offs, mask=mask, other=1)
     b = cube.load(y + offs, mask=mask, other=1)
     cube.store(q + offs, a // b, mask=mask)
     cube.store(r + offs, a % b, mask=mask)
-    cube.store(q_lit + offs, a // -3, mask=mask)
+    cube.store(q_lit + offs, a // (-3 if SIGNED else 3), mask=mask)
     cube.store(r_lit + offs, a % 7, mask=mask)
 
 
@@ -292,6 +293,25 @@ def test_floor_div_mod_negative_operands(target, rng, dtype):
     ):
         for got, want in zip(outs, [x // y, x % y, x // np_dtype(dtype).type(-3), x % 7]):
             assert_close(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32"])
+def test_integer_division_by_zero_gives_zero(target, rng, dtype):
+    # NumPy's answer on every target: GPUs leave it undefined, WGSL gives the dividend
+    n = 300
+    low = 0 if dtype.startswith("u") else -100
+    x = random_array(rng, n, dtype, low, 100)
+    y = random_array(rng, n, dtype, low // 20, 6) * (rng.random(n) < 0.7).astype(dtype)
+    outs = [poison(n, dtype) for _ in range(4)]
+    signed = not dtype.startswith("u")
+    if run_or_expect_unsupported(
+        target, [dtype],
+        lambda: divmod_kernel[(cdiv(n, BLOCK),)](x, y, *outs, n, BLOCK=BLOCK, SIGNED=signed,
+                                                 target=target),
+    ):
+        with np.errstate(divide="ignore"):
+            for got, want in zip(outs, [x // y, x % y]):
+                np.testing.assert_array_equal(got, want)
 
 
 @cube.kernel

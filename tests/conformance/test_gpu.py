@@ -107,6 +107,18 @@ def test_gpu_floor_div_mod(rng, dtype):
         assert_close(got, want)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
+def test_gpu_integer_division_by_zero_gives_zero(rng, dtype):
+    n = 1000
+    x = random_array(rng, n, dtype, 0 if dtype == "uint32" else -100, 100)
+    y = random_array(rng, n, dtype, 0, 6)
+    outs = [poison(n, dtype) for _ in range(4)]
+    gpu(E.divmod_kernel, (cdiv(n, 128),), x, y, *outs, n, BLOCK=128, SIGNED=dtype != "uint32")
+    with np.errstate(divide="ignore"):
+        for got, want in zip(outs[:2], [x // y, x % y]):
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("width", [37, 100, 1000])
 def test_gpu_softmax(rng, width):
     rows = 64

@@ -33,7 +33,7 @@ import numpy as np
 from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.rules import reduce_dtype
-from ..base import shift_in_range
+from ..base import nonzero_constant, shift_in_range
 from ..pyemit import PyEmitter
 from .descriptors import BlockCopyEmitter
 from .prelude import ATOMICS, CONSTANTS, FLOAT_ATOMICS, HELPERS, with_needs
@@ -343,15 +343,20 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
     def floor_division(self, op: Operation) -> None:
         dtype = op.result.type.dtype
         a, b = (self.n(v) for v in op.operands)
-        if dtype.kind == "u":  # no sign: C's and Python's agree
+        if dtype.kind == "u" and nonzero_constant(op.operands[1]):
             self.assign(op, f"{a} {'//' if op.op is Op.FLOORDIV else '%'} {b}")
+        elif dtype.kind == "u":  # no sign: C's and Python's agree but for a zero divisor
+            helper = "_udiv" if op.op is Op.FLOORDIV else "_umod"
+            self.helpers.add(helper)
+            self.assign(op, f"{helper}({a}, {b})")
         elif op.op is Op.FLOORDIV and dtype.is_float:
             src = self.reg(dtype)
             wide = dt.float32 if src.name in HALF else src
             x, y = (self.to(v, src, wide) for v in (a, b))
             self.assign(op, self.to(f"tl.floor({x} / {y})", wide, src))
         else:
-            helper = "_floordiv" if op.op is Op.FLOORDIV else "_floormod"
+            helper = "_floordiv" if op.op is Op.FLOORDIV else \
+                "_floormod" if dtype.is_float else "_floormod_int"
             self.helpers.add(helper)
             self.in_f32(op, helper, upcast=dtype.is_float)
 

@@ -7,16 +7,39 @@ HELPERS = {
     "_floordiv": '''
 @triton.jit
 def _floordiv(a, b):
-    # Python's floor division from Triton's truncating one
-    q = a // b
-    return tl.where((a % b != 0) & ((a < 0) != (b < 0)), q - 1, q)
+    # Python's floor division from Triton's truncating one, on integers; by zero 0, as NumPy
+    # (a GPU's division by zero is undefined: the divisor is made 1 first)
+    d = tl.where(b == 0, 1, b)
+    q = a // d
+    q = tl.where((a % d != 0) & ((a < 0) != (d < 0)), q - 1, q)
+    return tl.where(b == 0, 0, q)
 ''',
     "_floormod": '''
 @triton.jit
 def _floormod(a, b):
-    # Python's modulo (sign of b) from Triton's remainder (sign of a)
+    # Python's modulo (sign of b) from Triton's remainder (sign of a), on floats
     r = a % b
     return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+''',
+    "_floormod_int": '''
+@triton.jit
+def _floormod_int(a, b):
+    # the same on integers; by zero 0, as NumPy
+    d = tl.where(b == 0, 1, b)
+    r = a % d
+    r = tl.where((r != 0) & ((r < 0) != (d < 0)), r + d, r)
+    return tl.where(b == 0, 0, r)
+''',
+    "_udiv": '''
+@triton.jit
+def _udiv(a, b):
+    # unsigned: C's and Python's agree but for a zero divisor, which gives 0 as in NumPy
+    return tl.where(b == 0, 0, a // tl.where(b == 0, 1, b))
+''',
+    "_umod": '''
+@triton.jit
+def _umod(a, b):
+    return tl.where(b == 0, 0, a % tl.where(b == 0, 1, b))
 ''',
     "_round_bf16": '''
 @triton.jit

@@ -12,12 +12,13 @@ Example:
 from __future__ import annotations
 
 import struct
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ...errors import LaunchError
-from ...ir import Function
+from ...errors import LaunchError, UnshownPrintWarning, format_message, user_stacklevel
+from ...ir import Function, Op, walk
 from ..base import TargetInfo, check_supported
 from ..blocks import drop_block_ops
 from ..hostarrays import host_view
@@ -293,7 +294,19 @@ class WgslBackend:
 
     def compile(self, fn: Function, options: dict[str, Any]) -> WgslKernel:
         check_supported(fn, self.info())
+        _warn_of_prints(fn)
         return WgslKernel(drop_block_ops(fn), self, options)
+
+
+def _warn_of_prints(fn: Function) -> None:
+    """WGSL has no printf: a kernel's device_print is dropped, saying so once per kernel."""
+    prints = [op for op in walk(fn.body) if op.op is Op.PRINT]
+    if prints:
+        message = format_message(
+            "cube.device_print is not shown on target 'wgsl' (WebGPU has no printf); the "
+            "kernel runs without it", prints[0].loc,
+            "run the kernel with target='cpu:debug' (or 'cpu', 'triton') to see the values")
+        warnings.warn(message, UnshownPrintWarning, stacklevel=user_stacklevel())
 
 
 def make_backend() -> WgslBackend:

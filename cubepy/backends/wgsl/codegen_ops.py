@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ...ir import Op, Operation
-from ..base import shift_in_range
+from ..base import nonzero_constant, shift_in_range
 from . import codegen_types as ty
 from .codegen_f64 import F64_HELPERS, f64_call
 
@@ -73,15 +73,17 @@ class OpsMixin:
         if kind is Op.FLOORDIV:
             if dtype.is_float:
                 return f"floor({args[0]} / {args[1]})"
-            if dtype.kind == "u":
+            if dtype.kind == "u" and nonzero_constant(op.operands[1]):
                 return f"({args[0]} / {args[1]})"
-            return f"{self.use_helper('floordiv', t)}({args[0]}, {args[1]})"
+            helper = "udiv" if dtype.kind == "u" else "floordiv"
+            return f"{self.use_helper(helper, t)}({args[0]}, {args[1]})"
         if kind is Op.MOD:
             if dtype.is_float:
                 return f"({args[0]} - {args[1]} * floor({args[0]} / {args[1]}))"
-            if dtype.kind == "u":
+            if dtype.kind == "u" and nonzero_constant(op.operands[1]):
                 return f"({args[0]} % {args[1]})"
-            return f"{self.use_helper('floormod', t)}({args[0]}, {args[1]})"
+            helper = "umod" if dtype.kind == "u" else "floormod"
+            return f"{self.use_helper(helper, t)}({args[0]}, {args[1]})"
         if kind is Op.POW:
             return f"{self.use_helper('pow', t)}({args[0]}, {args[1]})"
         if kind in (Op.MAXIMUM, Op.MINIMUM):

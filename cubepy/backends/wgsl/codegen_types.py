@@ -190,16 +190,27 @@ def from_storage(expr: str, dtype: dt.DType) -> str:
 HELPERS = {
     # Python's floor semantics from the remainder a - q*b alone, so the result is right
     # whichever way a driver rounds the quotient (NVIDIA's Vulkan and lavapipe differed).
+    # By zero 0, as NumPy (WGSL's own `/` gives the dividend, its `%` 0).
     "floordiv": """fn floordiv_{T}(a: {T}, b: {T}) -> {T} {{
+    if (b == {Z}) {{ return {Z}; }}
     let q = a / b;
     let r = a - q * b;
     if ((r != {Z}) && ((r < {Z}) != (b < {Z}))) {{ return q - {O}; }}
     return q;
 }}""",
     "floormod": """fn floormod_{T}(a: {T}, b: {T}) -> {T} {{
+    if (b == {Z}) {{ return {Z}; }}
     let r = a - (a / b) * b;
     if ((r != {Z}) && ((r < {Z}) != (b < {Z}))) {{ return r + b; }}
     return r;
+}}""",
+    "udiv": """fn udiv_{T}(a: {T}, b: {T}) -> {T} {{
+    if (b == {Z}) {{ return {Z}; }}
+    return a / b;
+}}""",
+    "umod": """fn umod_{T}(a: {T}, b: {T}) -> {T} {{
+    if (b == {Z}) {{ return {Z}; }}
+    return a % b;
 }}""",
     "pow": """fn pow_{T}(a: {T}, b: {T}) -> {T} {{
     // pow() of WGSL is undefined for a < 0: integer exponents keep their sign rule.
