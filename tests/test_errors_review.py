@@ -182,3 +182,47 @@ def test_device_print_on_wgsl_warns_and_elsewhere_prints(target, capfd):
     else:
         assert shown == []
         assert "v" in capfd.readouterr().out
+
+
+# ---------------------------------------------------------------- cpu:debug checks bounds
+
+
+def unmasked_fn(x, out, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    v = cube.load(x + offs) + 1.0
+    cube.store(out + offs, v)
+
+
+def test_cpu_debug_names_an_out_of_bounds_access():
+    # compiled targets do not check (as on a GPU); cpu:debug is where to look for one
+    x, out = _arrays(8)
+    with pytest.raises(cube.LaunchError) as info:
+        cube.kernel(unmasked_fn)[(1,)](x, out, BLOCK=16, target="cpu:debug")
+    check_user_error(info.value, unmasked_fn, "v = cube.load(x + offs)", "array 'x'",
+                     "out of its bounds", "mask=")
+
+
+HELPER_TEXT = textwrap.dedent("""
+    import cubepy as cube
+
+    @cube.func
+    def first_values(p, BLOCK: cube.Comptime[int]):
+        return cube.load(p + cube.arange(0, BLOCK))
+""")
+
+
+def test_cpu_debug_names_the_line_of_a_func_in_another_file(tmp_path):
+    path = tmp_path / "far_helpers.py"
+    path.write_text(HELPER_TEXT)
+    spec = importlib.util.spec_from_file_location("far_helpers", path)
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+
+    def calls_far_fn(x, out, BLOCK: cube.Comptime[int]):
+        cube.store(out + cube.arange(0, BLOCK), helpers.first_values(x, BLOCK))
+
+    x, out = _arrays(8)[0], _arrays(16)[1]
+    with pytest.raises(cube.LaunchError) as info:
+        cube.kernel(calls_far_fn)[(1,)](x, out, BLOCK=16, target="cpu:debug")
+    assert str(info.value).startswith(f"{path}:6:")
+    assert "return cube.load(p + cube.arange(0, BLOCK))" in str(info.value)

@@ -29,7 +29,7 @@ class PyEmitter:
         self.depth = 0
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
-        self.last_line: int | None = None
+        self.last_line: tuple[str, int] | None = None
 
     # ---- naming ----
 
@@ -62,10 +62,14 @@ class PyEmitter:
         self.lines.append(self.indent_unit * self.depth + text)
 
     def source_comment(self, op: Operation) -> None:
-        """A comment naming the user's line, once per line, so generated code reads back."""
-        if op.loc is not None and op.loc.line != self.last_line:
-            self.last_line = op.loc.line
-            self.line(f"# line {op.loc.line}")
+        """A comment naming the user's line, once per line, so generated code reads back (and
+        cpu:debug can name the line an error came from); the file too when it is not the
+        kernel's (a @cube.func defined elsewhere)."""
+        if op.loc is None or (op.loc.file, op.loc.line) == self.last_line:
+            return
+        self.last_line = (op.loc.file, op.loc.line)
+        elsewhere = self.fn.loc is not None and op.loc.file != self.fn.loc.file
+        self.line(f"# line {op.loc.line}{f' of {op.loc.file}' if elsewhere else ''}")
 
     def block(self, block: Block) -> None:
         for op in block.ops:

@@ -27,6 +27,7 @@ from ..blocks import drop_block_ops
 from ..hostarrays import host_view
 from . import native
 from .codegen import generate
+from .debug_errors import out_of_bounds
 
 VERSION = "1"  # bump when generated code changes meaning, to orphan old cache files
 INFO = TargetInfo(
@@ -153,7 +154,13 @@ class CpuKernel:
         elif self.debug:
             # NumPy scalars warn where compiled code wraps around or gives inf/nan silently
             with np.errstate(all="ignore"):
-                run_grid(self.grid_fn, grid, arrays, parallel=False)
+                try:
+                    run_grid(self.grid_fn, grid, arrays, parallel=False)
+                except IndexError as err:
+                    located = out_of_bounds(err, self.path, self.fn.name, self.fn.loc.file)
+                    if located is None:
+                        raise
+                    raise located from None
         else:
             run_grid(self.grid_fn, grid, arrays, parallel=True)
 
