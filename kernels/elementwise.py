@@ -125,15 +125,9 @@ def apply_binary(a, b, OP):
     elif OP == "div":
         r = a / b
     elif OP == "floor_divide":
-        if a.dtype.is_float:
-            r = cube.floor(a / b)
-        else:
-            r = mathlib.int_floordiv(a, b)
+        r = a // b  # NumPy's floor_divide on every target, 0 for an integer divided by zero
     elif OP == "remainder":
-        if a.dtype.is_float:
-            r = mathlib.float_mod(a, b)
-        else:
-            r = mathlib.int_mod(a, b)
+        r = a % b  # NumPy's remainder: the sign of the divisor, exact for floats
     elif OP == "pow":
         if a.dtype.is_float:
             r = cube.pow(a, b)

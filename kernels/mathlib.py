@@ -123,22 +123,3 @@ def int_pow(base, exponent, BITS):
     unit = cube.where(base == 1, 1, cube.where(base == -1, cube.where((exponent & 1) != 0, -1, 1),
                                                0)).to(base.dtype)
     return cube.where(negative, unit, result)
-
-
-@cube.func
-def float_mod(x, y):
-    # Python's and NumPy's remainder: the sign of the divisor.
-    r = x - cube.floor(x / y) * y
-    return r
-
-
-@cube.func
-def int_floordiv(x, y):
-    q = x // cube.where(y == 0, 1, y)
-    return cube.where(y == 0, 0, q)
-
-
-@cube.func
-def int_mod(x, y):
-    r = x % cube.where(y == 0, 1, y)
-    return cube.where(y == 0, 0, r)

@@ -67,7 +67,11 @@ def tensor(data: Any, dtype: Any = None, backend: Backend | str | None = None) -
     """A tensor from nested lists or numbers: floats give float32, ints int32 (int64 when
     they do not fit), bools bool; NumPy arrays and scalars keep their dtype; ``dtype``
     overrides. Python ints out of the dtype's range are refused, as ``np.array`` does."""
-    array = np.asarray(data)
+    try:
+        array = np.asarray(data)
+    except ValueError as error:  # ragged nesting: [[1, 2], [3]]
+        raise BurnError(f"tensor: cannot make a tensor of {_short(data)}: the nested lists "
+                        f"have different lengths ({error})") from None
     from_python = not isinstance(data, (np.ndarray, np.generic))
     if dtype is None and from_python:
         if array.dtype.kind == "f":
@@ -88,6 +92,11 @@ def tensor(data: Any, dtype: Any = None, backend: Backend | str | None = None) -
     if dtype.name in ("float16", "bfloat16") and array.dtype.kind in "iub":
         array = array.astype(np.float32)
     return from_numpy(array.astype(dtype.numpy), backend)
+
+
+def _short(data: Any) -> str:
+    text = repr(data)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def full(shape: Any, value: Any, dtype: Any = None, backend: Backend | str | None = None

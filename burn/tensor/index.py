@@ -37,7 +37,7 @@ from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 
 from ..backend.base import Backend, BurnError
-from .elementwise import as_tensor_like
+from .elementwise import as_tensor_like, check_scalar
 from .tensor import Tensor, normalize_axis, same_backend, tensor_method
 from .views import broadcast_shapes, contiguous, expand, reshape, unsqueeze
 
@@ -260,6 +260,11 @@ def pad(x: Tensor, pads: Sequence[int], value: Any = 0) -> Tensor:
     if any(p < 0 for p in pads):
         raise BurnError(f"pad: negative pads {tuple(pads)} (cropping) are not supported; slice "
                         f"the tensor of shape {x.shape} instead")
+    if isinstance(value, str) or not isinstance(value, (int, float, np.number, np.bool_)):
+        raise BurnError(f"pad: the value must be a number, got {value!r} "
+                        f"({type(value).__name__}); for a tensor of shape {x.shape} and "
+                        f"dtype {x.dtype.name}")
+    check_scalar("pad", value, x.dtype, "pass a value the tensor's dtype holds")
     pairs = [(0, 0)] * x.ndim
     for i in range(len(pads) // 2):
         pairs[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])

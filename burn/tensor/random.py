@@ -287,7 +287,7 @@ def bernoulli(p: Any, shape: Any = None, dtype: Any = None,
               ) -> Tensor:
     """1 with probability ``p``, else 0: ``p`` a float tensor of probabilities (broadcast to
     ``shape`` if given) or a number with a ``shape``. The result has ``p``'s dtype (float32
-    for a number) unless ``dtype``; probabilities outside ``[0, 1]`` act as 0 or 1.
+    for a number) unless ``dtype``; probabilities outside ``[0, 1]`` act as 0 or 1 (NaN as 0).
 
     Example:
         >>> burn.bernoulli(0.3, (2, 4)).shape, burn.bernoulli(burn.full((3,), 0.5)).dtype

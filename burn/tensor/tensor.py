@@ -98,7 +98,13 @@ class Tensor:
             return Tensor(self.backend.cast(self.prim, dtype), self.backend)
         from ..backend import backend_for
 
-        backend = backend_for(target)
+        try:
+            backend = backend_for(target)
+        except BurnError as error:
+            if not isinstance(target, str):
+                raise
+            raise BurnError(f"to({target!r}): neither a device nor a dtype ({error}; dtypes are "
+                            f"{', '.join(d.name for d in dt.ALL)})") from None
         if backend == self.backend:  # the same device, maybe another Backend object
             return self
         return Tensor(backend.from_numpy(self.numpy()), backend)

@@ -127,6 +127,9 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     if x.ndim == 0:
         return reshape(x, 1)
     a, b = normalize_axis(start_dim, x.ndim, "flatten"), normalize_axis(end_dim, x.ndim, "flatten")
+    if a > b:
+        raise BurnError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} for a "
+                        f"tensor of shape {x.shape}; write flatten({end_dim}, {start_dim})")
     return reshape(x, *x.shape[:a], math.prod(x.shape[a:b + 1]), *x.shape[b + 1:])
 
 

@@ -224,3 +224,21 @@ def test_two_backend_objects_of_one_device_mix(backend):
     assert burn.cat([a, b]).tolist() == [1.0, 2.0, 3.0, 4.0]
     with pytest.raises(burn.BurnError, match="tensors are on different devices"):
         a + b.to("numpy")
+
+
+def test_mistakes_found_by_review_are_burn_errors(backend):
+    """Each raised NumPy's own ValueError, or nothing, before."""
+    x = burn.ones((2, 3), backend=backend)
+    with pytest.raises(burn.BurnError, match=r"flatten: start_dim 1 comes after end_dim 0 .*"
+                                             r"write flatten\(0, 1\)"):
+        x.flatten(1, 0)
+    with pytest.raises(burn.BurnError, match=r"pad: the value must be a number, got 'a'"):
+        burn.pad(x, (1, 1), value="a")
+    if supports(backend, ["uint8"]):
+        with pytest.raises(burn.BurnError, match=r"pad: the number -1 does not fit uint8"):
+            burn.pad(x.to(burn.uint8), (1, 1), value=-1)
+    with pytest.raises(burn.BurnError, match=r"tensor: .* nested lists have different lengths"):
+        burn.tensor([[1, 2], [3]], backend=backend)
+    with pytest.raises(burn.BurnError, match=r"to\('complex64'\): neither a device nor a dtype"):
+        x.to("complex64")
+    assert burn.pad(x, (1, 0), value=2).numpy()[:, 0].tolist() == [2.0, 2.0]

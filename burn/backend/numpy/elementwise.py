@@ -42,15 +42,13 @@ def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f":
-        return np.floor(a / b)
-    return np.where(b == 0, 0, a // np.where(b == 0, 1, b)).astype(a.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):  # by zero: 0 for integers, as cubepy's
+        return np.floor_divide(a, b).astype(a.dtype)
 
 
 def _remainder(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f":
-        return a - np.floor(a / b) * b
-    return np.where(b == 0, 0, a % np.where(b == 0, 1, b)).astype(a.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.remainder(a, b).astype(a.dtype)
 
 
 UNARY = {

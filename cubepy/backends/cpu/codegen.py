@@ -205,6 +205,16 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         ]
         return "\n".join(head + self.lines + [""])
 
+    def _rsqrt(self, x: Value) -> str:
+        # Under fastmath, LLVM computes 1/sqrt as an estimate refined by a Newton step, which
+        # gives NaN at 0 and inf: those two take 1/x (+-inf, 0), as NumPy's 1/sqrt(x) gives.
+        v, one = self.n(x), f"{reg(x.type.dtype)}(1)"
+        special = f"{v} == {reg(x.type.dtype)}(0), {one} / {v}"
+        if x.type.is_scalar:
+            return f"({one} / {v} if {v} == 0 or {v} == np.inf else {one} / np.sqrt({v}))"
+        return (f"np.where({special}, np.where({v} == np.inf, {reg(x.type.dtype)}(0), "
+                f"{one} / np.sqrt({v})))")
+
     def needs_erf_ufunc(self) -> bool:
         return any(op.op is Op.ERF for op in walk(self.fn.body))
 
@@ -243,8 +253,7 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         elif kind in NUMPY_UNARY:
             self.set(op, f"{NUMPY_UNARY[kind]}({self.n(op.operands[0])})")
         elif kind is Op.RSQRT:
-            x = op.operands[0]
-            self.set(op, f"{reg(x.type.dtype)}(1) / np.sqrt({self.n(x)})")
+            self.set(op, self._rsqrt(op.operands[0]))
         elif kind is Op.SIGMOID:
             x = op.operands[0]
             one = f"{reg(x.type.dtype)}(1)"

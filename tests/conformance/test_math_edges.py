@@ -1,0 +1,42 @@
+"""Math at the edges of its domain, the same on every target as NumPy: found by differential
+review (the cpu target's fastmath turned rsqrt(0) and rsqrt(inf) into NaN)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from util import poison, run_or_expect_unsupported
+
+import cubepy as cube
+
+SPECIAL = [0.0, -0.0, np.inf, 4.0, np.nan, 7.0, 1e-30, 0.25]
+
+
+@cube.kernel
+def rsqrt_lanes_kernel(x, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)
+    cube.store(out + offs, cube.rsqrt(cube.load(x + offs)))
+
+
+@cube.kernel
+def rsqrt_tile_kernel(x, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)[:, None] * B + cube.arange(0, B)[None, :]
+    cube.store(out + offs, cube.rsqrt(cube.load(x + offs)))
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # NumPy under Triton's
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])  # interpreter
+@pytest.mark.parametrize("kernel", [rsqrt_lanes_kernel, rsqrt_tile_kernel])
+def test_rsqrt_of_zero_and_infinity(target, dtype, kernel):
+    # 1-D tiles run as scalar lane loops on cpu, 2-D ones as array expressions: both paths
+    x = np.tile(np.array(SPECIAL, dtype), 8)
+    out = poison(x.shape, dtype)
+    block = 64 if kernel is rsqrt_lanes_kernel else 8
+    if run_or_expect_unsupported(target, [dtype],
+                                 lambda: kernel[(1,)](x, out, B=block, target=target)):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            want = (1 / np.sqrt(x.astype(np.float64))).astype(dtype)
+        special = ~np.isfinite(want) | (want == 0)
+        np.testing.assert_array_equal(out[special], want[special])  # signs of inf too
+        np.testing.assert_allclose(out[~special], want[~special], rtol=2e-3 if dtype ==
+                                   "float16" else 1e-6)
