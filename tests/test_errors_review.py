@@ -226,3 +226,15 @@ def test_cpu_debug_names_the_line_of_a_func_in_another_file(tmp_path):
         cube.kernel(calls_far_fn)[(1,)](x, out, BLOCK=16, target="cpu:debug")
     assert str(info.value).startswith(f"{path}:6:")
     assert "return cube.load(p + cube.arange(0, BLOCK))" in str(info.value)
+
+
+def int_load_other_fn(x, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    cube.store(out + offs, cube.load(x + offs, mask=offs < n, other=2.5), mask=offs < n)
+
+
+def test_a_fractional_other_for_an_int_array(target):
+    # it was silently truncated to 2, where storing 2.5 into the array is refused
+    x = np.arange(16, dtype=np.int32)
+    err = _compile_error(int_load_other_fn, target, x, np.zeros_like(x), 8, BLOCK=16)
+    check_user_error(err, int_load_other_fn, "other=2.5", "would truncate", "other=2")

@@ -146,7 +146,12 @@ def _load(ctx: Any, pointer: Any, mask: Any, other: Any) -> Value:
     elif other is not None:
         operands.append(materialize(ctx.b, True, dt.bool_))
     if other is not None:
-        operands.append(materialize(ctx.b, other, ptr.type.dtype,
+        dtype = ptr.type.dtype
+        if isinstance(other, float) and not dtype.is_float and np.isfinite(other) \
+                and not other.is_integer():  # as a store of it would be refused
+            raise RuleError(f"other={other!r} for {article(dtype.name)} array would truncate",
+                            f"write an integer, e.g. other={int(other)}")
+        operands.append(materialize(ctx.b, other, dtype,
                                     ptr.type.shape if is_value(other) else ()))
     return ctx.b.emit(Op.LOAD, *operands)
 
