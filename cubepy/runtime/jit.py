@@ -223,7 +223,12 @@ class Kernel:
                 append(value.dtype)
             else:
                 append(_array_signature(value))
-        return (*signature, *kwargs.items(), config.generation())
+        for name, value in kwargs.items():  # by type too: BLOCK=2 and BLOCK=2.0 compile apart
+            kind = type(value)
+            append(name)
+            append(kind)
+            append(value.hex() if kind is float else value)  # -0.0 is not 0.0
+        return (*signature, config.generation())
 
     def source(self, target: str, *args: Any, **kwargs: Any) -> str:
         """The generated source for ``target`` (``"cpu"``, ``"triton"``, ``"wgsl"``)."""
@@ -273,6 +278,8 @@ def _array_signature(value: Any) -> Any:
 
 
 def _hashable(value: Any) -> Any:
+    if isinstance(value, (float, np.floating)):  # -0.0 == 0.0, and NaN is not itself
+        return (type(value).__name__, repr(value))
     try:
         hash(value)
         return (type(value).__name__, value)

@@ -192,3 +192,16 @@ def test_bad_input(backend, rng):
         x[0, :3] * other
     with pytest.raises(burn.BurnError, match="operands must be tensors or numbers"):
         x + "1"
+
+
+def test_float_floor_divide_and_remainder_are_numpys(backend, rng):
+    """Exact remainders with the divisor's sign, also where x / y is large or infinite: they
+    were x - floor(x / y) * y, off by up to 0.57 at x ~ 1e4, y ~ 0.1 (the reference too)."""
+    x = np.concatenate([rng.uniform(-1e4, 1e4, 60), [5.0, -5.0, np.inf, -0.3, 0.5, 0.0]])
+    y = np.concatenate([rng.uniform(0.05, 0.2, 60) * rng.choice([-1, 1], 60),
+                        [np.inf, np.inf, 2.0, 0.1, -np.inf, -3.0]])
+    x, y = x.astype(np.float32), y.astype(np.float32)
+    a, b = on(backend, x), on(backend, y)
+    with np.errstate(invalid="ignore"):
+        np.testing.assert_array_equal(burn.remainder(a, b).numpy(), np.remainder(x, y))
+        np.testing.assert_array_equal(burn.floor_divide(a, b).numpy(), np.floor_divide(x, y))

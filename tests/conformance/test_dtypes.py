@@ -384,3 +384,44 @@ def test_integers_beyond_31_bits(target, rng, dtype):
         expected = [mul, sub, x // y, x % y, x >> 3, (x > y).astype(np.int32)]
         for got, want in zip(outs, expected):
             assert_close(got, want)
+
+
+@cube.kernel
+def int64_with_int32_kernel(x, y, k, s, o_div, o_mod, o_shl, o_shr, o_where, o_shl_s,
+                            BLOCK: cube.Comptime[int]):
+    i = cube.arange(0, BLOCK)
+    a = cube.load(x + i)  # int64
+    d = cube.load(y + i)  # int32, widened to int64 by each op
+    amount = cube.load(k + i)  # int32
+    cube.store(o_div + i, a // d)
+    cube.store(o_mod + i, a % d)
+    cube.store(o_shl + i, a << amount)
+    cube.store(o_shr + i, a >> amount)
+    cube.store(o_where + i, cube.where(d.to(cube.int64) > 2, a, -a))
+    cube.store(o_shl_s + i, a << s)  # a Python int: an int32 scalar
+
+
+def test_int64_with_int32_operands(target, rng):
+    """int32 values widened to int64 compare, divide and shift as int64 (lavapipe once compared
+    a widened int32 with a constant wrongly: `i64(y) >= 0` was always true)."""
+    n = 128
+    x = rng.integers(-(2**40), 2**40, n, dtype=np.int64)
+    x[:4] = [-7, 7, -(2**62), 2**62]
+    y = rng.integers(-9, 10, n, dtype=np.int64).astype(np.int32)
+    y[:6] = [2, -2, 0, -(2**31), 2**31 - 1, -1]
+    k = rng.integers(-3, 70, n, dtype=np.int64).astype(np.int32)
+    outs = [poison(n, "int64") for _ in range(6)]
+    if not run_or_expect_unsupported(
+        target, ["int64"],
+        lambda: int64_with_int32_kernel[(1,)](x, y, k, 5, *outs, BLOCK=n, target=target),
+    ):
+        return
+    y64, k64 = y.astype(np.int64), k.astype(np.int64)
+    inside = (k64 >= 0) & (k64 < 64)
+    shift = np.clip(k64, 0, 63)
+    with np.errstate(divide="ignore"):
+        expected = [x // y64, x % y64, np.where(inside, x << shift, 0),
+                    np.where(inside, x >> shift, np.where(x < 0, -1, 0)),
+                    np.where(y64 > 2, x, -x), x << 5]
+    for got, want in zip(outs, expected):
+        np.testing.assert_array_equal(got, want)

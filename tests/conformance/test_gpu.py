@@ -34,6 +34,7 @@ CF = importlib.import_module("test_control_flow")
 SH = importlib.import_module("test_shapes")
 DT = importlib.import_module("test_dtypes")
 NAN = importlib.import_module("test_nan")
+FS = importlib.import_module("test_float_semantics")
 
 
 def _dev(a: np.ndarray):
@@ -336,3 +337,26 @@ def test_gpu_descriptor_blocks_off_the_edges(rng):
     gpu(DESC.descriptor_shift, (cdiv(rows, 16), cdiv(cols, 16)), padded, out, rows, cols,
         cols + 3, -7, 2, BR=16, BC=16)
     assert_close(out, DESC._shift_expected(padded[:, :cols], -7, 2))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_gpu_float_floor_divide_remainder_and_pow(rng, dtype):
+    """NumPy's `//` and `%` from libdevice's exact fmod (a GPU's own float `%` is
+    a - b * trunc(a / b)), C99's pow (libdevice's, and multiplications for small whole
+    constant exponents), and a literal zero divisor."""
+    a, b = FS.special_pairs(dtype)
+    if dtype in ("float32", "float64"):  # quotients past 2^24: the remainder stays exact
+        a = np.concatenate([a, rng.uniform(-1e30, 1e30, 300).astype(dtype)])
+        b = np.concatenate([b, rng.uniform(-1e-3, 1e-3, 300).astype(dtype)])
+    n, grid = a.size, (cdiv(a.size, 128),)
+    outs = [poison(n, dtype) for _ in range(7)]
+    gpu(E.divmod_kernel, grid, a, b, *outs[:4], n, BLOCK=128)
+    gpu(FS.by_zero_kernel, (1,), a, *outs[4:], n, BLOCK=next_pow2(n))
+    for got, want in zip(outs, FS.divmod_refs(a, b)):
+        FS.assert_same(got, want)
+    pows = [poison(n, dtype) for _ in range(6)]
+    gpu(E.pow_kernel, grid, a, b, pows[0], n, BLOCK=128)
+    gpu(FS.pow_constant_kernel, (1,), a, *pows[1:], n, BLOCK=next_pow2(n))
+    for got, k in zip(pows, [b, 2, 3, -1, -2, 5]):
+        k = np.broadcast_to(np.asarray(k, a.dtype), a.shape)
+        FS.assert_pow(got, FS.numpy_ref(np.power, a, k), a, k)

@@ -352,3 +352,31 @@ def test_concurrent_cubes_is_the_multiprocessor_count():
     assert cube.concurrent_cubes(x) == expected
     cupy = pytest.importorskip("cupy")
     assert cube.concurrent_cubes(cupy.zeros(4)) == expected
+
+
+@cube.kernel
+def shifted_kernel(x, out, C: cube.Comptime, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    cube.store(out + offs, cube.load(x + offs) + C)
+
+
+@cube.kernel
+def divided_kernel(x, out, C: cube.Comptime, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    cube.store(out + offs, cube.load(x + offs) / C)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+def test_equal_comptime_values_of_other_types_compile_apart(target):
+    # 0.0 == -0.0 and 1 == 1.0: one cached specialization served both before
+    ones, out = np.ones(16, np.float32), poison(16, "float32")
+    for zero in (0.0, -0.0, 0.0):
+        divided_kernel[(1,)](ones, out, C=zero, BLOCK=16, target=target)
+        assert (out == np.float32(1) / np.float32(zero)).all()  # +inf, then -inf, then +inf
+    x = np.full(16, 127, np.int8)
+    if run_or_expect_unsupported(target, ["int8"],
+                                 lambda: shifted_kernel[(1,)](x, out, C=1, BLOCK=16,
+                                                              target=target)):
+        assert (out == -128).all()  # int8 wraps, as NumPy's int8 + 1
+        shifted_kernel[(1,)](x, out, C=1.0, BLOCK=16, target=target)
+        assert (out == 128).all()  # a float literal gives float32

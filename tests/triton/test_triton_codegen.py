@@ -141,7 +141,9 @@ def test_source_is_readable_python_with_one_tl_call_per_op():
     body = text[text.index("def _activation") :].splitlines()[1:]
     assert all(len(line) <= 100 for line in body)
     assert all(line.count("tl.") <= 3 for line in body if not line.lstrip().startswith("#"))
-    assert "libdevice.tanh(" in text and "_floordiv" not in text  # float // is floor(a / b)
+    # float // is NumPy's, from libdevice's exact fmod (not floor(a / b), nor the int helper)
+    assert "libdevice.tanh(" in text and "libdevice.fmod(" in text
+    assert "_floordiv_float(" in text and "_floordiv(" not in text
     assert "tl.load(" in text and "mask=mask_0" in text and "tl.store(" in text
 
 

@@ -406,3 +406,28 @@ def test_contiguous_loads_and_stores_are_vec4(n, base):
     ref = x * 0.5 * (1.0 + np.tanh(x))
     np.testing.assert_allclose(out[base:], ref[base:], rtol=1e-5, atol=1e-6)
     assert (out[:base] == 7.0).all()
+
+
+@cube.kernel
+def widen_and_divide(x, s, o_i64, o_f32, BLOCK: cube.Comptime[int]):
+    i = cube.arange(0, BLOCK)
+    cube.store(o_i64 + i, cube.load(s + i).to(cube.int64) >> 1)
+    v = cube.load(x + i)
+    cube.store(o_f32 + i, v / 0.0 + v**2 + v**5 + v // 2.0)
+
+
+def test_lavapipe_workarounds_and_cheap_constant_forms_in_the_source():
+    """An int32 widened to int64 goes through u64 with its sign bit flipped (lavapipe compares
+    `i64(x)` with a constant wrongly); `x / 0.0` is `x * inf` (lavapipe dropped its store);
+    constant whole exponents are multiplications; float `//` is NumPy's helper."""
+    x = np.array([1.0, -1.0, 0.0, np.nan], np.float32)
+    s = np.array([-3, 7, -(2**31), 2**31 - 1], np.int32)
+    src = widen_and_divide.source("wgsl", x, s, np.zeros(4, np.int64), x.copy(), BLOCK=4)
+    assert "u64(bitcast<u32>(" in src and not re.search(r"\bi64\((?!-)", src)
+    assert "/ 0.0f" not in src and "* bitcast<f32>(0x7f800000u)" in src
+    assert "powi_f32(" in src and "pow_f32(" not in src and "floordiv_f32(" in src
+    o_i64, o_f32 = np.zeros(4, np.int64), np.zeros(4, np.float32)
+    widen_and_divide[(1,)](x, s, o_i64, o_f32, BLOCK=4, target="wgsl")
+    np.testing.assert_array_equal(o_i64, s.astype(np.int64) >> 1)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(o_f32, x / np.float32(0) + x**2 + x**5 + x // 2)

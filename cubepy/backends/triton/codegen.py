@@ -286,7 +286,7 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
             nan = ", propagate_nan=tl.PropagateNan.ALL" if op.result.type.dtype.is_float else ""
             self.assign(op, f"{fn}({a}, {b}{nan})")
         elif kind is Op.POW:
-            self.in_f32(op, self.extern("pow"))
+            self.power(op)
         elif kind is Op.NEG:
             self.assign(op, f"-{self.n(op.operands[0])}")
         elif kind is Op.NOT:
@@ -349,16 +349,33 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
             helper = "_udiv" if op.op is Op.FLOORDIV else "_umod"
             self.helpers.add(helper)
             self.assign(op, f"{helper}({a}, {b})")
-        elif op.op is Op.FLOORDIV and dtype.is_float:
+        elif dtype.is_float:  # NumPy's, from the exact fmod (prelude's _floordiv_float)
             src = self.reg(dtype)
             wide = dt.float32 if src.name in HALF else src
             x, y = (self.to(v, src, wide) for v in (a, b))
-            self.assign(op, self.to(f"tl.floor({x} / {y})", wide, src))
-        else:
-            helper = "_floordiv" if op.op is Op.FLOORDIV else \
-                "_floormod" if dtype.is_float else "_floormod_int"
+            helper = "_floordiv_float" if op.op is Op.FLOORDIV else "_floormod_float"
             self.helpers.add(helper)
-            self.in_f32(op, helper, upcast=dtype.is_float)
+            call = f"{helper}({x}, {y}, {self.extern('fmod')}({x}, {y}))"
+            self.assign(op, self.to(call, wide, src))
+        else:
+            self.helpers.add(helper := "_floordiv" if op.op is Op.FLOORDIV else "_floormod_int")
+            self.assign(op, f"{helper}({a}, {b})")
+
+    def power(self, op: Operation) -> None:
+        """C99's pow (libdevice's, or the interpreter's _pow); a whole constant exponent up to
+        3 by multiplications alone, which give pow's answer for every base (signed zeros,
+        infinities and NaN included) at a fraction of its cost."""
+        x, n = op.operands
+        owner = n.owner
+        value = float(owner.attrs["value"]) if owner is not None and owner.op is Op.CONST \
+            else None
+        a = self.n(x)
+        simple = {1: a, 2: f"{a} * {a}", 3: f"{a} * {a} * {a}", -1: f"1.0 / {a}",
+                  -2: f"1.0 / ({a} * {a})"}
+        if value is not None and value.is_integer() and int(value) in simple:
+            self.assign(op, simple[int(value)])
+        else:
+            self.in_f32(op, self.extern("pow"))
 
     def cast(self, op: Operation) -> None:
         (x,) = op.operands

@@ -14,12 +14,36 @@ def _floordiv(a, b):
     q = tl.where((a % d != 0) & ((a < 0) != (d < 0)), q - 1, q)
     return tl.where(b == 0, 0, q)
 ''',
-    "_floormod": '''
+    "_fmod": '''
 @triton.jit
-def _floormod(a, b):
-    # Python's modulo (sign of b) from Triton's remainder (sign of a), on floats
-    r = a % b
-    return tl.where((r != 0) & ((r < 0) != (b < 0)), r + b, r)
+def _fmod(a, b):
+    # C's fmod, exact (the interpreter computes float `%` with np.fmod; a GPU's `%` is
+    # a - b * trunc(a / b), wrong once a / b rounds, so the GPU calls libdevice's fmod)
+    return a % b
+''',
+    # NumPy's float floor_divide and remainder (npy_divmod), from the exact m = fmod(a, b):
+    # a // b and a % b agree, and a // b is not floor(a / b), which rounds first
+    # (-0.3 // 0.1 is -4 and -5 // inf is -1, as in NumPy).
+    "_floordiv_float": '''
+@triton.jit
+def _floordiv_float(a, b, m):
+    q = a / b  # the answer by zero (+-inf or NaN); its sign is that of a zero quotient
+    if a.dtype == tl.float32:  # rounded as NumPy's: a GPU's float32 `/` is within 2 ulp
+        div = tl.math.div_rn(a - m, b)
+    else:
+        div = (a - m) / b
+    div = tl.where((m != 0) & ((b < 0) != (m < 0)), div - 1.0, div)
+    whole = tl.floor(div)
+    whole = tl.where(div - whole > 0.5, whole + 1.0, whole)
+    whole = tl.where(div == 0, q * 0.0, whole)
+    return tl.where(b == 0, q, whole)
+''',
+    "_floormod_float": '''
+@triton.jit
+def _floormod_float(a, b, m):
+    # fmod moved into b's sign; a zero takes b's sign; by zero NaN (fmod's)
+    r = tl.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)
+    return tl.where(m == 0, tl.where(b < 0, -0.0, 0.0), r)
 ''',
     "_floormod_int": '''
 @triton.jit
@@ -61,15 +85,27 @@ def _tanh(x):
     "_pow": '''
 @triton.jit
 def _pow(x, y):
-    # the interpreter has no libdevice: C's pow from exp2/log2, with its signs and zeros
+    # the interpreter has no libdevice: C99's pow (libdevice's on a GPU), the magnitude from
+    # exp2/log2 in float64, then C99's special values
     ax = tl.abs(x)
-    mag = tl.exp2(y * tl.log2(tl.where(ax == 0, 1.0, ax)))
-    mag = tl.where(ax == 0, tl.where(y < 0, INF, 0.0), mag)
-    whole = tl.floor(y) == y
+    mag = tl.exp2(y.to(tl.float64) * tl.log2(ax.to(tl.float64))).to(x.dtype)
+    whole = tl.floor(y) == y  # the infinities too: they count as even
+    # a whole exponent below 128 by repeated squaring: exact where the result is representable
+    small = whole & (tl.abs(y) < 128)
+    k = tl.where(small, tl.abs(y), 0.0)
+    p = tl.full(ax.shape, 1.0, ax.dtype)
+    sq = ax
+    for _ in tl.static_range(7):
+        p = tl.where(k % 2 == 1, p * sq, p)
+        k = tl.floor(k * 0.5)
+        sq = sq * sq
+    mag = tl.where(small, tl.where(y < 0, 1.0 / p, p), mag)
     odd = whole & (tl.floor(y * 0.5) * 2.0 != y)
-    r = tl.where((x < 0) & odd, -mag, mag)
-    r = tl.where((x < 0) & (~whole), NAN, r)
-    return tl.where(y == 0, 1.0, r)
+    negative = (x < 0) | (1.0 / x < 0)  # -0.0 too
+    r = tl.where(negative & odd, -mag, mag)
+    r = tl.where((x < 0) & (x > -INF) & (~whole), NAN, r)
+    one = (y == 0) | (x == 1) | ((x == -1) & (tl.abs(y) == INF))
+    return tl.where(one, 1.0, r)
 ''',
     "_shl": '''
 @triton.jit

@@ -120,16 +120,6 @@ F64_HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
     }
     return select(r, -r, x < 0.0lf);
 }"""),
-    "pow_f64": (("exp_f64", "log_f64"), """fn pow_f64(a: f64, b: f64) -> f64 {
-    if (b == 0.0lf) { return 1.0lf; }
-    if (a == 0.0lf) { return select(bitcast<f64>(0x7ff0000000000000li), 0.0lf, b > 0.0lf); }
-    if (a < 0.0lf) {
-        if (b != floor(b)) { return bitcast<f64>(0x7ff8000000000000li); }
-        let r = exp_f64(b * log_f64(-a));
-        return select(r, -r, fract(b * 0.5lf) != 0.0lf);
-    }
-    return exp_f64(b * log_f64(a));
-}"""),
 }
 
 
@@ -155,6 +145,4 @@ def f64_call(kind: str, args: list[str], use) -> str:
         return f"{use('erf_f64')}({x})"
     if kind == "sigmoid":
         return f"(1.0lf / (1.0lf + {use('exp_f64')}(-{x})))"
-    if kind == "pow":
-        return f"{use('pow_f64')}({x}, {args[1]})"
     raise KeyError(kind)

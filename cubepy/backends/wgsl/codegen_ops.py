@@ -4,10 +4,12 @@ shifts by the width or more."""
 
 from __future__ import annotations
 
+import math
 import re
 
-from ...ir import Op, Operation
+from ...ir import Op, Operation, Value
 from ..base import nonzero_constant, shift_in_range
+from . import codegen_float as cf
 from . import codegen_types as ty
 from .codegen_f64 import F64_HELPERS, f64_call
 
@@ -22,7 +24,17 @@ MATH = {
 }
 # float64 math computed in software (codegen_f64): adapters lack it or get it wrong.
 F64_SOFTWARE = frozenset({Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SIN, Op.COS, Op.TANH, Op.ERF,
-                          Op.SIGMOID, Op.POW})
+                          Op.SIGMOID})
+# A constant whole exponent up to this size is computed by repeated squaring alone.
+POWI_LIMIT = 64
+
+
+def constant(value: Value) -> float | None:
+    """The number a constant operand holds, else None."""
+    owner = value.owner
+    if owner is None or owner.op is not Op.CONST:
+        return None
+    return float(owner.attrs["value"])
 
 
 class OpsMixin:
@@ -34,6 +46,40 @@ class OpsMixin:
             self.use_f64(dep)
         self.helpers.setdefault(name, text)
         return name
+
+    def use_float(self, kind: str, t: str) -> str:
+        """Register codegen_float's helper ``kind`` for ``t`` (and what it calls)."""
+        name, deps = cf.helper_deps(kind, t)
+        for dep in deps:
+            if dep in F64_HELPERS:
+                self.use_f64(dep)
+            else:
+                self.use_float(dep.rsplit("_", 1)[0], t)
+        self.helpers.setdefault(name, cf.helper_text(kind, t))
+        return name
+
+    def float_division(self, op: Operation, a: str, b: str) -> str:
+        """Float ``/``, ``//`` and ``%`` as NumPy (codegen_float says how)."""
+        t = ty.reg(op.operands[0].type)
+        if op.op is Op.DIV:
+            divisor = constant(op.operands[1])
+            if divisor == 0.0:  # lavapipe drops a store of `x / 0.0`; x * (+-inf) is IEEE's same
+                inf = math.copysign(math.inf, divisor)
+                return f"({a} * {ty.literal(inf, op.operands[0].type.dtype)})"
+            return f"({a} / {b})"
+        kind = "floordiv" if op.op is Op.FLOORDIV else "floormod"
+        return f"{self.use_float(kind, t)}({a}, {b})"
+
+    def power(self, op: Operation, a: str, b: str) -> str:
+        """``a ** b`` as C99's pow; a small whole constant exponent by multiplications alone,
+        which give C99's answer for every base (signed zeros, infinities and NaN included)."""
+        t = ty.reg(op.operands[0].type)
+        n = constant(op.operands[1])
+        if n is None or not n.is_integer() or abs(n) > POWI_LIMIT:
+            return f"{self.use_float('pow', t)}({a}, {b})"
+        one = ty.literal(1, op.operands[0].type.dtype)
+        simple = {0: one, 1: a, 2: f"({a} * {a})", -1: f"({one} / {a})"}
+        return simple.get(int(n)) or f"{self.use_float('powi', t)}({a}, {int(n)}i)"
 
     def use_helper(self, kind: str, wgsl: str) -> str:
         name, text = ty.helper(kind, wgsl)
@@ -50,6 +96,10 @@ class OpsMixin:
         if kind is Op.PTR_ADD:
             off = args[1] if op.operands[1].type.dtype.name == "int32" else f"i32({args[1]})"
             return off if args[0] == "0i" else f"({args[0]} + {off})"
+        if dtype.is_float and kind in (Op.DIV, Op.FLOORDIV, Op.MOD):
+            return self.float_division(op, *args)
+        if kind is Op.POW:
+            return self.power(op, *args)
         if kind in INFIX:
             a, b = args
             if dtype.is_bool and kind in (Op.LT, Op.LE, Op.GT, Op.GE):
@@ -71,21 +121,15 @@ class OpsMixin:
             amount = f"{int(literal.group(1))}u" if literal else f"u32({args[1]})"
             return f"({args[0]} {'<<' if kind is Op.SHL else '>>'} {amount})"
         if kind is Op.FLOORDIV:
-            if dtype.is_float:
-                return f"floor({args[0]} / {args[1]})"
             if dtype.kind == "u" and nonzero_constant(op.operands[1]):
                 return f"({args[0]} / {args[1]})"
             helper = "udiv" if dtype.kind == "u" else "floordiv"
             return f"{self.use_helper(helper, t)}({args[0]}, {args[1]})"
         if kind is Op.MOD:
-            if dtype.is_float:
-                return f"({args[0]} - {args[1]} * floor({args[0]} / {args[1]}))"
             if dtype.kind == "u" and nonzero_constant(op.operands[1]):
                 return f"({args[0]} % {args[1]})"
             helper = "umod" if dtype.kind == "u" else "floormod"
             return f"{self.use_helper(helper, t)}({args[0]}, {args[1]})"
-        if kind is Op.POW:
-            return f"{self.use_helper('pow', t)}({args[0]}, {args[1]})"
         if kind in (Op.MAXIMUM, Op.MINIMUM):
             a, b = args
             cmp = ">" if kind is Op.MAXIMUM else "<"

@@ -167,6 +167,11 @@ def convert(expr: str, src: dt.DType, dst: dt.DType) -> str:
         return expr
     if s == "u32" and d == "i64":  # naga sign-extends u32 -> i64
         return f"(i64({expr}) & 4294967295li)"
+    if s == "i32" and d == "i64":
+        # lavapipe compares a sign-extended i32 with a constant wrongly (`i64(x) >= 0li` is
+        # always true, so //, %, shifts and where went wrong); zero-extending x with its sign
+        # bit flipped and taking the bias off is the same number by a route it gets right
+        return f"(bitcast<i64>(u64(bitcast<u32>({expr}) ^ 2147483648u)) - 2147483648li)"
     return f"{d}({expr})"
 
 
@@ -211,15 +216,6 @@ HELPERS = {
     "umod": """fn umod_{T}(a: {T}, b: {T}) -> {T} {{
     if (b == {Z}) {{ return {Z}; }}
     return a % b;
-}}""",
-    "pow": """fn pow_{T}(a: {T}, b: {T}) -> {T} {{
-    // pow() of WGSL is undefined for a < 0: integer exponents keep their sign rule.
-    if (b == {Z}) {{ return {O}; }}
-    if (a < {Z} && b == floor(b)) {{
-        let r = pow(-a, b);
-        return select(r, -r, fract(b * 0.5) != {Z});
-    }}
-    return pow(a, b);
 }}""",
     # NumPy's shifts: by the width or more (or by a negative amount) every bit goes out, where
     # WGSL takes the amount modulo the width (`1 << 33` would be 2).
