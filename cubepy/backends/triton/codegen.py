@@ -33,12 +33,12 @@ import numpy as np
 from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.rules import reduce_dtype
-from ..base import nonzero_constant, shift_in_range
+from ..base import shift_in_range
 from ..pyemit import PyEmitter
+from .arith import HALF, ArithMixin
 from .descriptors import BlockCopyEmitter
 from .prelude import ATOMICS, CONSTANTS, FLOAT_ATOMICS, HELPERS, with_needs
 
-HALF = ("float16", "bfloat16")
 PY_BINARY = {
     Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.AND: "&", Op.OR: "|", Op.XOR: "^",
     Op.SHL: "<<", Op.SHR: ">>", Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">",
@@ -109,7 +109,7 @@ def _zero_const(value: Value) -> bool:
     return owner is not None and owner.op is Op.CONST and owner.attrs["value"] == 0
 
 
-class TritonEmitter(BlockCopyEmitter, PyEmitter):
+class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
     """Renders one kernel as a ``@triton.jit`` function (see the module docstring)."""
 
     def __init__(self, fn: Function, interpret: bool, allow_tf32: bool = False,
@@ -339,43 +339,6 @@ class TritonEmitter(BlockCopyEmitter, PyEmitter):
             return f"_{name}"
         self.libdevice = True
         return f"libdevice.{name}"
-
-    def floor_division(self, op: Operation) -> None:
-        dtype = op.result.type.dtype
-        a, b = (self.n(v) for v in op.operands)
-        if dtype.kind == "u" and nonzero_constant(op.operands[1]):
-            self.assign(op, f"{a} {'//' if op.op is Op.FLOORDIV else '%'} {b}")
-        elif dtype.kind == "u":  # no sign: C's and Python's agree but for a zero divisor
-            helper = "_udiv" if op.op is Op.FLOORDIV else "_umod"
-            self.helpers.add(helper)
-            self.assign(op, f"{helper}({a}, {b})")
-        elif dtype.is_float:  # NumPy's, from the exact fmod (prelude's _floordiv_float)
-            src = self.reg(dtype)
-            wide = dt.float32 if src.name in HALF else src
-            x, y = (self.to(v, src, wide) for v in (a, b))
-            helper = "_floordiv_float" if op.op is Op.FLOORDIV else "_floormod_float"
-            self.helpers.add(helper)
-            call = f"{helper}({x}, {y}, {self.extern('fmod')}({x}, {y}))"
-            self.assign(op, self.to(call, wide, src))
-        else:
-            self.helpers.add(helper := "_floordiv" if op.op is Op.FLOORDIV else "_floormod_int")
-            self.assign(op, f"{helper}({a}, {b})")
-
-    def power(self, op: Operation) -> None:
-        """C99's pow (libdevice's, or the interpreter's _pow); a whole constant exponent up to
-        3 by multiplications alone, which give pow's answer for every base (signed zeros,
-        infinities and NaN included) at a fraction of its cost."""
-        x, n = op.operands
-        owner = n.owner
-        value = float(owner.attrs["value"]) if owner is not None and owner.op is Op.CONST \
-            else None
-        a = self.n(x)
-        simple = {1: a, 2: f"{a} * {a}", 3: f"{a} * {a} * {a}", -1: f"1.0 / {a}",
-                  -2: f"1.0 / ({a} * {a})"}
-        if value is not None and value.is_integer() and int(value) in simple:
-            self.assign(op, simple[int(value)])
-        else:
-            self.in_f32(op, self.extern("pow"))
 
     def cast(self, op: Operation) -> None:
         (x,) = op.operands

@@ -41,9 +41,18 @@ def _floordiv_float(a, b, m):
     "_floormod_float": '''
 @triton.jit
 def _floormod_float(a, b, m):
-    # fmod moved into b's sign; a zero takes b's sign; by zero NaN (fmod's)
+    # fmod moved into b's sign; a zero takes b's sign; by zero NaN (fmod's). The zero is
+    # picked in integer bits: as floats, the H200's compiler folded the select of a signed
+    # zero where m == 0 into m itself (its sign, a's)
     r = tl.where((m != 0) & ((b < 0) != (m < 0)), m + b, m)
-    return tl.where(m == 0, tl.where(b < 0, -0.0, 0.0), r)
+    if a.dtype == tl.float64:
+        bits = tl.uint64
+        sign = 0x8000000000000000
+    else:
+        bits = tl.uint32
+        sign = 0x80000000
+    zero = b.to(bits, bitcast=True) & sign
+    return tl.where(m == 0, zero, r.to(bits, bitcast=True)).to(a.dtype, bitcast=True)
 ''',
     "_floormod_int": '''
 @triton.jit

@@ -1,0 +1,60 @@
+"""NumPy's integer and float ``//`` and ``%`` and C99's ``**`` in generated Triton source: a
+mixin of ``TritonEmitter``, which supplies ``n``, ``reg``, ``to``, ``assign``, ``extern``,
+``in_f32`` and the set of prelude ``helpers`` a kernel needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import Op, Operation
+from ...ir import dtypes as dt
+from ..base import nonzero_constant
+
+HALF = ("float16", "bfloat16")  # computed in float32 where Triton or NumPy would round early
+
+
+class ArithMixin:
+    helpers: set[str]
+    n: Any
+    reg: Any
+    to: Any
+    assign: Any
+    extern: Any
+    in_f32: Any
+
+    def floor_division(self, op: Operation) -> None:
+        dtype = op.result.type.dtype
+        a, b = (self.n(v) for v in op.operands)
+        if dtype.kind == "u" and nonzero_constant(op.operands[1]):
+            self.assign(op, f"{a} {'//' if op.op is Op.FLOORDIV else '%'} {b}")
+        elif dtype.kind == "u":  # no sign: C's and Python's agree but for a zero divisor
+            helper = "_udiv" if op.op is Op.FLOORDIV else "_umod"
+            self.helpers.add(helper)
+            self.assign(op, f"{helper}({a}, {b})")
+        elif dtype.is_float:  # NumPy's, from the exact fmod (prelude's _floordiv_float)
+            src = self.reg(dtype)
+            wide = dt.float32 if src.name in HALF else src
+            x, y = (self.to(v, src, wide) for v in (a, b))
+            helper = "_floordiv_float" if op.op is Op.FLOORDIV else "_floormod_float"
+            self.helpers.add(helper)
+            call = f"{helper}({x}, {y}, {self.extern('fmod')}({x}, {y}))"
+            self.assign(op, self.to(call, wide, src))
+        else:
+            self.helpers.add(helper := "_floordiv" if op.op is Op.FLOORDIV else "_floormod_int")
+            self.assign(op, f"{helper}({a}, {b})")
+
+    def power(self, op: Operation) -> None:
+        """C99's pow (libdevice's, or the interpreter's _pow); a whole constant exponent up to
+        3 by multiplications alone, which give pow's answer for every base (signed zeros,
+        infinities and NaN included) at a fraction of its cost."""
+        x, n = op.operands
+        owner = n.owner
+        value = float(owner.attrs["value"]) if owner is not None and owner.op is Op.CONST \
+            else None
+        a = self.n(x)
+        simple = {1: a, 2: f"{a} * {a}", 3: f"{a} * {a} * {a}", -1: f"1.0 / {a}",
+                  -2: f"1.0 / ({a} * {a})"}
+        if value is not None and value.is_integer() and int(value) in simple:
+            self.assign(op, simple[int(value)])
+        else:
+            self.in_f32(op, self.extern("pow"))
