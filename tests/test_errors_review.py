@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from test_errors import _arrays, _compile_error, check_user_error
 from test_errors_more import _underlined
+from test_launch_errors import _hint
 
 import cubepy as cube
 
@@ -25,8 +26,14 @@ def bounded_copy_fn(x, out, n, BLOCK: cube.Comptime[int]):
     cube.store(out + offs, cube.load(x + offs, mask=m), mask=m)
 
 
-def _hint(msg: str) -> str:
-    return next(line for line in msg.splitlines() if line.startswith("hint: "))
+def _module_from(folder, name: str, text: str):
+    """The module a file of ``text`` in ``folder`` imports as."""
+    path = folder / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # ---------------------------------------------------------------- arguments in the wrong place
@@ -142,14 +149,8 @@ KERNEL_TEXT = textwrap.dedent("""
 def test_one_kernel_text_in_two_files_names_the_right_file(tmp_path):
     # code objects of one text compare equal across files: the parse was shared, and errors
     # in the second file named the first
-    kernels = []
-    for name in ("first_copy", "second_copy"):
-        path = tmp_path / f"{name}.py"
-        path.write_text(KERNEL_TEXT)
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        kernels.append(module.copy)
+    kernels = [_module_from(tmp_path, name, KERNEL_TEXT).copy
+               for name in ("first_copy", "second_copy")]
     x, out = _arrays()
     kernels[0][(1,)](x, out, BLOCK=16, target="cpu:debug")
     with pytest.raises(cube.CompileError) as info:
@@ -212,11 +213,7 @@ HELPER_TEXT = textwrap.dedent("""
 
 
 def test_cpu_debug_names_the_line_of_a_func_in_another_file(tmp_path):
-    path = tmp_path / "far_helpers.py"
-    path.write_text(HELPER_TEXT)
-    spec = importlib.util.spec_from_file_location("far_helpers", path)
-    helpers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(helpers)
+    helpers = _module_from(tmp_path, "far_helpers", HELPER_TEXT)
 
     def calls_far_fn(x, out, BLOCK: cube.Comptime[int]):
         cube.store(out + cube.arange(0, BLOCK), helpers.first_values(x, BLOCK))
@@ -224,7 +221,7 @@ def test_cpu_debug_names_the_line_of_a_func_in_another_file(tmp_path):
     x, out = _arrays(8)[0], _arrays(16)[1]
     with pytest.raises(cube.LaunchError) as info:
         cube.kernel(calls_far_fn)[(1,)](x, out, BLOCK=16, target="cpu:debug")
-    assert str(info.value).startswith(f"{path}:6:")
+    assert str(info.value).startswith(f"{tmp_path / 'far_helpers.py'}:6:")
     assert "return cube.load(p + cube.arange(0, BLOCK))" in str(info.value)
 
 

@@ -11,6 +11,7 @@ Example:
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -70,7 +71,7 @@ def tensor(data: Any, dtype: Any = None, backend: Backend | str | None = None) -
     try:
         array = np.asarray(data)
     except ValueError as error:  # ragged nesting: [[1, 2], [3]]
-        raise BurnError(f"tensor: cannot make a tensor of {_short(data)}: the nested lists "
+        raise BurnError(f"tensor: cannot make a tensor of {reprlib.repr(data)}: the nested lists "
                         f"have different lengths ({error})") from None
     from_python = not isinstance(data, (np.ndarray, np.generic))
     if dtype is None and from_python:
@@ -92,11 +93,6 @@ def tensor(data: Any, dtype: Any = None, backend: Backend | str | None = None) -
     if dtype.name in ("float16", "bfloat16") and array.dtype.kind in "iub":
         array = array.astype(np.float32)
     return from_numpy(array.astype(dtype.numpy), backend)
-
-
-def _short(data: Any) -> str:
-    text = repr(data)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def full(shape: Any, value: Any, dtype: Any = None, backend: Backend | str | None = None

@@ -67,12 +67,21 @@ def _refuse(info: TargetInfo, dtype: str, loc: Loc | None, what: str) -> None:
         f"use one of {', '.join(sorted(info.dtypes))}, or run on another target")
 
 
+def constant_value(value: Value) -> float | None:
+    """The number an operand holds when it is a constant, else None (backends pick cheaper
+    forms for constant divisors and exponents)."""
+    owner = value.owner
+    if owner is None or owner.op is not Op.CONST:
+        return None
+    return owner.attrs["value"]
+
+
 def nonzero_constant(value: Value) -> bool:
     """Whether ``value`` is a constant other than 0: an integer division by it needs no guard
     (cubepy divides by zero as NumPy does, giving 0; GPUs leave it undefined, WGSL gives the
     dividend)."""
-    owner = value.owner
-    return owner is not None and owner.op is Op.CONST and owner.attrs["value"] != 0
+    number = constant_value(value)
+    return number is not None and number != 0
 
 
 def shift_in_range(op: Operation) -> bool:

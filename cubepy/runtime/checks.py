@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import re
+import reprlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -178,8 +179,9 @@ def with_argument_hint(err: CompileError, signature: inspect.Signature, args: tu
                 f"pointer; pass {zero_d[0]}.item() for a scalar")
     elif wants_pointer and numbers:
         name = numbers[0]
-        note = (f"argument '{name}' got {_short(bound[name])} ({type(bound[name]).__name__}), "
-                "not an array; check the order of the launch arguments")
+        value = bound[name]
+        note = (f"argument '{name}' got {reprlib.repr(value)} ({type(value).__name__}), not "
+                "an array; check the order of the launch arguments")
     elif not wants_pointer and len(arrays) == 1:  # two arrays: the kernel's own mistake
         name = arrays[0]
         note = (f"argument '{name}' got an array ({type(bound[name]).__name__}), which a "
@@ -194,11 +196,6 @@ def _names_in_span(loc: Loc) -> list[str]:
     line = linecache.getline(loc.file, loc.line)
     end = loc.end_col if loc.end_col and loc.end_col > loc.col else len(line)
     return re.findall(r"[A-Za-z_]\w*", line[loc.col:end])
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def written_args(fn: Function) -> frozenset[str]:

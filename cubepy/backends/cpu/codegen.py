@@ -208,12 +208,11 @@ class CpuEmitter(DotAccumulation, PyEmitter):
     def _rsqrt(self, x: Value) -> str:
         # Under fastmath, LLVM computes 1/sqrt as an estimate refined by a Newton step, which
         # gives NaN at 0 and inf: those two take 1/x (+-inf, 0), as NumPy's 1/sqrt(x) gives.
-        v, one = self.n(x), f"{reg(x.type.dtype)}(1)"
-        special = f"{v} == {reg(x.type.dtype)}(0), {one} / {v}"
+        v, t = self.n(x), reg(x.type.dtype)
         if x.type.is_scalar:
-            return f"({one} / {v} if {v} == 0 or {v} == np.inf else {one} / np.sqrt({v}))"
-        return (f"np.where({special}, np.where({v} == np.inf, {reg(x.type.dtype)}(0), "
-                f"{one} / np.sqrt({v})))")
+            return f"({t}(1) / {v} if {v} == 0 or {v} == np.inf else {t}(1) / np.sqrt({v}))"
+        return (f"np.where({v} == {t}(0), {t}(1) / {v}, "
+                f"np.where({v} == np.inf, {t}(0), {t}(1) / np.sqrt({v})))")
 
     def needs_erf_ufunc(self) -> bool:
         return any(op.op is Op.ERF for op in walk(self.fn.body))

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...ir import Op, Operation
 from ...ir import dtypes as dt
-from ..base import nonzero_constant
+from ..base import constant_value, nonzero_constant
 
 HALF = ("float16", "bfloat16")  # computed in float32 where Triton or NumPy would round early
 
@@ -26,11 +26,8 @@ class ArithMixin:
         dtype = op.result.type.dtype
         a, b = (self.n(v) for v in op.operands)
         if dtype.kind == "u" and nonzero_constant(op.operands[1]):
+            # no sign: C's and Python's agree, and the divisor is not zero
             self.assign(op, f"{a} {'//' if op.op is Op.FLOORDIV else '%'} {b}")
-        elif dtype.kind == "u":  # no sign: C's and Python's agree but for a zero divisor
-            helper = "_udiv" if op.op is Op.FLOORDIV else "_umod"
-            self.helpers.add(helper)
-            self.assign(op, f"{helper}({a}, {b})")
         elif dtype.is_float:  # NumPy's, from the exact fmod (prelude's _floordiv_float)
             src = self.reg(dtype)
             wide = dt.float32 if src.name in HALF else src
@@ -39,7 +36,7 @@ class ArithMixin:
             self.helpers.add(helper)
             call = f"{helper}({x}, {y}, {self.extern('fmod')}({x}, {y}))"
             self.assign(op, self.to(call, wide, src))
-        else:
+        else:  # signed, or unsigned by a run-time divisor (the sign tests fold away)
             self.helpers.add(helper := "_floordiv" if op.op is Op.FLOORDIV else "_floormod_int")
             self.assign(op, f"{helper}({a}, {b})")
 
@@ -48,13 +45,11 @@ class ArithMixin:
         3 by multiplications alone, which give pow's answer for every base (signed zeros,
         infinities and NaN included) at a fraction of its cost."""
         x, n = op.operands
-        owner = n.owner
-        value = float(owner.attrs["value"]) if owner is not None and owner.op is Op.CONST \
-            else None
+        value = constant_value(n)
         a = self.n(x)
         simple = {1: a, 2: f"{a} * {a}", 3: f"{a} * {a} * {a}", -1: f"1.0 / {a}",
                   -2: f"1.0 / ({a} * {a})"}
-        if value is not None and value.is_integer() and int(value) in simple:
+        if value is not None and float(value).is_integer() and int(value) in simple:
             self.assign(op, simple[int(value)])
         else:
             self.in_f32(op, self.extern("pow"))

@@ -63,17 +63,6 @@ def _floormod_int(a, b):
     r = tl.where((r != 0) & ((r < 0) != (d < 0)), r + d, r)
     return tl.where(b == 0, 0, r)
 ''',
-    "_udiv": '''
-@triton.jit
-def _udiv(a, b):
-    # unsigned: C's and Python's agree but for a zero divisor, which gives 0 as in NumPy
-    return tl.where(b == 0, 0, a // tl.where(b == 0, 1, b))
-''',
-    "_umod": '''
-@triton.jit
-def _umod(a, b):
-    return tl.where(b == 0, 0, a % tl.where(b == 0, 1, b))
-''',
     "_round_bf16": '''
 @triton.jit
 def _round_bf16(x):

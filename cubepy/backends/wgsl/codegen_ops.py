@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 import re
 
-from ...ir import Op, Operation, Value
-from ..base import nonzero_constant, shift_in_range
+from ...ir import Op, Operation
+from ..base import constant_value, nonzero_constant, shift_in_range
 from . import codegen_float as cf
 from . import codegen_types as ty
 from .codegen_f64 import F64_HELPERS, f64_call
@@ -27,14 +27,6 @@ F64_SOFTWARE = frozenset({Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SIN, Op.COS, Op.T
                           Op.SIGMOID})
 # A constant whole exponent up to this size is computed by repeated squaring alone.
 POWI_LIMIT = 64
-
-
-def constant(value: Value) -> float | None:
-    """The number a constant operand holds, else None."""
-    owner = value.owner
-    if owner is None or owner.op is not Op.CONST:
-        return None
-    return float(owner.attrs["value"])
 
 
 class OpsMixin:
@@ -62,7 +54,7 @@ class OpsMixin:
         """Float ``/``, ``//`` and ``%`` as NumPy (codegen_float says how)."""
         t = ty.reg(op.operands[0].type)
         if op.op is Op.DIV:
-            divisor = constant(op.operands[1])
+            divisor = constant_value(op.operands[1])
             if divisor == 0.0:  # lavapipe drops a store of `x / 0.0`; x * (+-inf) is IEEE's same
                 inf = math.copysign(math.inf, divisor)
                 return f"({a} * {ty.literal(inf, op.operands[0].type.dtype)})"
@@ -74,8 +66,8 @@ class OpsMixin:
         """``a ** b`` as C99's pow; a small whole constant exponent by multiplications alone,
         which give C99's answer for every base (signed zeros, infinities and NaN included)."""
         t = ty.reg(op.operands[0].type)
-        n = constant(op.operands[1])
-        if n is None or not n.is_integer() or abs(n) > POWI_LIMIT:
+        n = constant_value(op.operands[1])
+        if n is None or not float(n).is_integer() or abs(n) > POWI_LIMIT:
             return f"{self.use_float('pow', t)}({a}, {b})"
         one = ty.literal(1, op.operands[0].type.dtype)
         simple = {0: one, 1: a, 2: f"({a} * {a})", -1: f"({one} / {a})"}
@@ -123,13 +115,11 @@ class OpsMixin:
         if kind is Op.FLOORDIV:
             if dtype.kind == "u" and nonzero_constant(op.operands[1]):
                 return f"({args[0]} / {args[1]})"
-            helper = "udiv" if dtype.kind == "u" else "floordiv"
-            return f"{self.use_helper(helper, t)}({args[0]}, {args[1]})"
+            return f"{self.use_helper('floordiv', t)}({args[0]}, {args[1]})"
         if kind is Op.MOD:
             if dtype.kind == "u" and nonzero_constant(op.operands[1]):
                 return f"({args[0]} % {args[1]})"
-            helper = "umod" if dtype.kind == "u" else "floormod"
-            return f"{self.use_helper(helper, t)}({args[0]}, {args[1]})"
+            return f"{self.use_helper('floormod', t)}({args[0]}, {args[1]})"
         if kind in (Op.MAXIMUM, Op.MINIMUM):
             a, b = args
             cmp = ">" if kind is Op.MAXIMUM else "<"

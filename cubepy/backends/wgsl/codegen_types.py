@@ -195,7 +195,8 @@ def from_storage(expr: str, dtype: dt.DType) -> str:
 HELPERS = {
     # Python's floor semantics from the remainder a - q*b alone, so the result is right
     # whichever way a driver rounds the quotient (NVIDIA's Vulkan and lavapipe differed).
-    # By zero 0, as NumPy (WGSL's own `/` gives the dividend, its `%` 0).
+    # By zero 0, as NumPy (WGSL's own `/` gives the dividend, its `%` 0). Unsigned types use
+    # them too: their sign tests are always false.
     "floordiv": """fn floordiv_{T}(a: {T}, b: {T}) -> {T} {{
     if (b == {Z}) {{ return {Z}; }}
     let q = a / b;
@@ -208,14 +209,6 @@ HELPERS = {
     let r = a - (a / b) * b;
     if ((r != {Z}) && ((r < {Z}) != (b < {Z}))) {{ return r + b; }}
     return r;
-}}""",
-    "udiv": """fn udiv_{T}(a: {T}, b: {T}) -> {T} {{
-    if (b == {Z}) {{ return {Z}; }}
-    return a / b;
-}}""",
-    "umod": """fn umod_{T}(a: {T}, b: {T}) -> {T} {{
-    if (b == {Z}) {{ return {Z}; }}
-    return a % b;
 }}""",
     # NumPy's shifts: by the width or more (or by a negative amount) every bit goes out, where
     # WGSL takes the amount modulo the width (`1 << 33` would be 2).
