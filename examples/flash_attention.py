@@ -30,6 +30,7 @@ except ImportError:  # run as a script: python examples/flash_attention.py
     import common
 
 LOG2_E = 1.4426950408889634
+LN_2 = 0.6931471805599453
 HEAD_DIMS = (16, 32, 64, 128)
 
 
@@ -56,11 +57,14 @@ def attend(acc, row_sum, row_max, q_tile, k_tile, v_tile, rm, rn, seq_k, qk_scal
 
 
 @cube.kernel
-def attention_kernel(q, k, v, out, seq_q, seq_k, scale,
+def attention_kernel(q, k, v, out, lse, seq_q, seq_k, scale,
                      HEAD_DIM: cube.Comptime[int], BLOCK_M: cube.Comptime[int],
                      BLOCK_N: cube.Comptime[int], CAUSAL: cube.Comptime[bool],
-                     DESCRIPTORS: cube.Comptime[bool] = False):
+                     DESCRIPTORS: cube.Comptime[bool] = False,
+                     STORE_LSE: cube.Comptime[bool] = False):
     # Grid: (query blocks, batch * heads). Every array is contiguous (batch * heads, seq, dim).
+    # With STORE_LSE, each row's log-sum-exp of the scaled scores goes to lse (float32,
+    # (batch * heads, seq_q)), which the backward pass needs; else lse is not touched.
     block_m = cube.cube_pos(0)
     head = cube.cube_pos(1)
     rm = block_m * BLOCK_M + cube.arange(0, BLOCK_M)
@@ -111,9 +115,11 @@ def attention_kernel(q, k, v, out, seq_q, seq_k, scale,
     # The store rounds to out's dtype.
     cube.store(out + q_rows[:, None] * HEAD_DIM + rd[None, :], acc / row_sum[:, None],
                mask=rm[:, None] < seq_q)
+    if STORE_LSE:  # row_max is in log2 units: back to natural logarithms
+        cube.store(lse + q_rows, (row_max + cube.log2(row_sum)) * LN_2, mask=rm < seq_q)
 
 
-def _check_shapes(q: Any, k: Any, v: Any, out: Any) -> tuple[int, int, int, int, int]:
+def check_shapes(q: Any, k: Any, v: Any, out: Any) -> tuple[int, int, int, int, int]:
     """(batch, heads, seq_q, seq_k, head_dim), or ValueError naming what does not fit."""
     shapes = {name: tuple(array.shape) for name, array in
               (("q", q), ("k", k), ("v", v), ("out", out))}
@@ -139,7 +145,7 @@ def _check_shapes(q: Any, k: Any, v: Any, out: Any) -> tuple[int, int, int, int,
     return batch, heads, seq_q, seq_k, head_dim
 
 
-def _check_layouts(arrays: dict[str, Any]) -> None:
+def check_layouts(arrays: dict[str, Any]) -> None:
     """ValueError unless the arrays are contiguous and of one dtype."""
     strided = [name for name, array in arrays.items() if layout_class(array) != "c"]
     if strided:
@@ -153,13 +159,16 @@ def _check_layouts(arrays: dict[str, Any]) -> None:
 
 def attention(q: Any, k: Any, v: Any, out: Any, *, causal: bool = False,
               scale: float | None = None, block_m: int = 64, block_n: int = 64,
-              descriptors: bool = False, target: str | None = None, **options: Any) -> None:
+              descriptors: bool = False, lse: Any = None, target: str | None = None,
+              **options: Any) -> None:
     """``out = softmax(q @ k^T * scale) @ v`` per batch and head, in one kernel.
 
     ``q``, ``out``: (batch, heads, seq_q, head_dim); ``k``, ``v``: (batch, heads, seq_k,
     head_dim); all contiguous, of one dtype. ``scale`` defaults to ``1 / sqrt(head_dim)``;
     ``causal`` lets query i see keys 0..i. ``descriptors`` reads K and V through tensor
-    descriptors (TMA block copies on NVIDIA sm_90+). ``options`` are launch options
+    descriptors (TMA block copies on NVIDIA sm_90+). ``lse``, a contiguous float32 array of
+    shape (batch, heads, seq_q), receives each row's log-sum-exp of the scaled scores, which
+    ``flash_attention_backward.attention_backward`` needs. ``options`` are launch options
     (``num_warps``...).
 
     Example:
@@ -169,22 +178,46 @@ def attention(q: Any, k: Any, v: Any, out: Any, *, causal: bool = False,
         >>> float(out[0, 0, 0, 0])
         1.0
     """
-    batch, heads, seq_q, seq_k, head_dim = _check_shapes(q, k, v, out)
-    _check_layouts({"q": q, "k": k, "v": v, "out": out})
+    batch, heads, seq_q, seq_k, head_dim = check_shapes(q, k, v, out)
+    check_layouts({"q": q, "k": k, "v": v, "out": out})
+    if lse is not None:
+        check_row_stats("lse", lse, (batch, heads, seq_q))
     if seq_q == 0 or batch * heads == 0:
         return
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
-    if not (scale > 0.0 and math.isfinite(scale)):  # each row's max is taken before scaling
-        raise ValueError(f"scale must be positive and finite, got {scale}")
-    for name, block in (("block_m", block_m), ("block_n", block_n)):
-        if block < 16 or block & (block - 1):  # a tile side, and dot's smallest on GPUs
-            raise ValueError(f"{name} must be a power of two of at least 16, got {block}")
+    scale = checked_scale(scale, head_dim)
+    check_blocks(block_m=block_m, block_n=block_n)
     if target is not None:
         options["target"] = target
     grid = (cube.cdiv(seq_q, block_m), batch * heads)
-    attention_kernel[grid](q, k, v, out, seq_q, seq_k, scale, HEAD_DIM=head_dim,
-                           BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-                           DESCRIPTORS=descriptors, **options)
+    # Without lse, out stands in for it: STORE_LSE=False compiles the store away.
+    attention_kernel[grid](q, k, v, out, out if lse is None else lse, seq_q, seq_k, scale,
+                           HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
+                           CAUSAL=causal, DESCRIPTORS=descriptors,
+                           STORE_LSE=lse is not None, **options)
+
+
+def checked_scale(scale: float | None, head_dim: int) -> float:
+    """``scale``, by default ``1 / sqrt(head_dim)``; ValueError unless positive and finite."""
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+    if not (scale > 0.0 and math.isfinite(scale)):  # each row's max is taken before scaling
+        raise ValueError(f"scale must be positive and finite, got {scale}")
+    return scale
+
+
+def check_blocks(**blocks: int) -> None:
+    """ValueError unless every block side (by name) is a power of two of at least 16."""
+    for name, block in blocks.items():
+        if block < 16 or block & (block - 1):  # a tile side, and dot's smallest on GPUs
+            raise ValueError(f"{name} must be a power of two of at least 16, got {block}")
+
+
+def check_row_stats(name: str, array: Any, shape: tuple[int, int, int]) -> None:
+    """ValueError unless ``array`` (a per-row statistic) is contiguous float32 of ``shape``."""
+    got = (tuple(array.shape), str(array.dtype).removeprefix("torch."))
+    if got != (shape, "float32"):
+        raise ValueError(f"{name} must be a float32 array of shape {shape} (batch, heads, "
+                         f"seq_q), got {got[1]} {got[0]}")
+    check_layouts({name: array})
 
 
 # Candidates for GPUs: 128-query blocks keep the tensor cores busy on long sequences, 64 suit
@@ -247,18 +280,20 @@ def check(target: str, batch: int = 2, heads: int = 3, seq_q: int = 100, seq_k: 
     return common.report(name, common.max_error(out, attention_reference(*host, causal)), tol)
 
 
-def main(argv: list[str] | None = None) -> int:
-    def extra(parser):
-        parser.add_argument("--batch", type=int, default=2)
-        parser.add_argument("--heads", type=int, default=3)
-        parser.add_argument("--seq", type=int)
-        parser.add_argument("--head-dim", type=int, default=64)
-        parser.add_argument("--causal", action="store_true")
-        parser.add_argument("--block-m", type=int)
-        parser.add_argument("--block-n", type=int)
-        parser.add_argument("--dtypes", default="float16,bfloat16,float32")
+def add_arguments(parser: Any) -> None:
+    """The command line of this example and of flash_attention_backward's."""
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=3)
+    parser.add_argument("--seq", type=int)
+    parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--block-m", type=int)
+    parser.add_argument("--block-n", type=int)
+    parser.add_argument("--dtypes", default="float16,bfloat16,float32")
 
-    args = common.parse_args(__doc__.splitlines()[0], argv, extra)
+
+def main(argv: list[str] | None = None) -> int:
+    args = common.parse_args(__doc__.splitlines()[0], argv, add_arguments)
     small = common.small(args.target)
     seq = args.seq or (80 if small else 700)
     # Big blocks suit GPUs and the CPU target (one BLAS call per block pair); small ones keep

@@ -22,7 +22,7 @@ from cubepy.ir.dtypes import DType
 
 from . import elementwise
 from .layout import Context, View, scalar
-from .rows import axis_rows, launch_options, pow2, tile_elements
+from .rows import axis_rows, launch_options, pow2, rows_per_tile, tile_elements
 from .softmax import row_offsets, single_pass_limit
 from .strided import element_offset
 
@@ -145,7 +145,7 @@ def _normalize(ctx: Context, rms: bool, x: View, k: int, weight: View | None,
     if x.is_contiguous and pow2(n_cols) <= single_pass_limit(ctx):
         # the common case straight to its kernel: no layout analysis on the host path
         block = max(pow2(n_cols), 16)
-        tile_rows = max(1, tile_elements(ctx) // block)
+        tile_rows = rows_per_tile(ctx, block)
         n_rows = out.numel // n_cols
         norm_dense_kernel[(math.ceil(n_rows / tile_rows),)](
             x.storage, x.offset, out.storage, n_rows, n_cols, w.storage, w.offset,
@@ -158,7 +158,7 @@ def _normalize(ctx: Context, rms: bool, x: View, k: int, weight: View | None,
         kernel, block = norm_row_kernel, max(pow2(n_cols), 16)
     else:
         kernel, block = norm_loop_kernel, tile_elements(ctx)
-    tile_rows = max(1, tile_elements(ctx) // block)
+    tile_rows = rows_per_tile(ctx, block)
     kernel[(math.ceil(rows.numel / tile_rows),)](
         x.storage, x.offset, *rows.args(0), *rows.args(1), *rows.dim_args, rows.numel,
         layout.x_step, n_cols, w.storage, w.offset, b.storage, b.offset, out.storage,

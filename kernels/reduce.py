@@ -11,7 +11,10 @@ combining them elementwise into an accumulator tile that is reduced once at the 
 reduced axis is strided and the kept axis is the contiguous one (``x.sum(0)`` of a row-major
 matrix), the tile is tall (many rows, a few columns) so that loads stay coalesced. Few long
 rows (a full reduction) are split over several cubes (``split_columns``): each writes a
-partial result and a second launch reduces the partials.
+partial result and a second launch reduces the partials. On the cpu a tile has one lane axis,
+``(1, BLOCK)`` or tall ``(ROWS, 1)`` (``rows.lane_tile_shape``), which its backend runs as fused
+loops over lanes; rows are split there so that each lane adds at most ``CPU_LANE_DEPTH``
+values (``rows.lane_splits``).
 
 Accumulators: the caller passes ``compute`` (int64 or int32 for integer sums and products,
 float32 for 16-bit floats); ``max``/``min`` compute in the input's dtype (float32 for 16-bit
@@ -24,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +39,8 @@ from .layout import Context, View, register, scalar
 from .rows import (
     RowProblem,
     identity,
+    lane_splits,
+    lane_tile_shape,
     launch_options,
     row_problem,
     split_columns,
@@ -224,10 +230,13 @@ def plan(ctx: Context, problem: RowProblem, chunk: int | None = None) -> Plan:
     """The tile of ``problem`` and its split (``chunk`` columns per cube if given)."""
     rows, cols = problem.rows, problem.cols
     tall = rows.rank == 0 and cols.rank != 0
-    tile_rows, block = tile_shape(ctx, rows.numel, cols.numel, tall)
+    lanes = ctx.target.startswith("cpu")
+    shape = lane_tile_shape if lanes else functools.partial(tile_shape, ctx)
+    tile_rows, block = shape(rows.numel, cols.numel, tall)
     row_tiles = math.ceil(rows.numel / tile_rows)
     if chunk is None:
-        splits, chunk = split_columns(row_tiles, cols.numel, block)
+        split = lane_splits if lanes else split_columns
+        splits, chunk = split(row_tiles, cols.numel, block)
     else:
         splits = math.ceil(cols.numel / chunk)
     return Plan(tile_rows, block, splits, chunk, row_tiles)

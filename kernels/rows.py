@@ -29,6 +29,14 @@ TILE_ELEMENTS = {"wgsl": 1024}
 DEFAULT_TILE_ELEMENTS = 4096
 # Enough cubes to fill a large GPU: when rows give far fewer, each is split over cubes.
 TARGET_CUBES = 1024
+# The cpu target runs a tile of one lane axis, (1, B) or (B, 1), as fused loops over its lanes
+# (cubepy/backends/cpu/loops.py); any other tile shape as NumPy operations on whole tiles,
+# ~10x slower per element. Rows are split until each lane adds at most CPU_LANE_DEPTH values
+# before the lanes are added as a tree (the rounding of the GPU-sized tiles), and until there
+# are CPU_TARGET_CUBES cubes to share among the cores.
+CPU_LANES = 1024
+CPU_LANE_DEPTH = 32
+CPU_TARGET_CUBES = 16
 
 
 
@@ -154,6 +162,44 @@ def tile_shape(ctx: Context, n_rows: int, n_cols: int, tall: bool) -> tuple[int,
         return rows, limit // rows
     block = min(max(pow2(n_cols), 16), limit)
     return limit // block, block
+
+
+def lane_tile_shape(n_rows: int, n_cols: int, tall: bool) -> tuple[int, int]:
+    """``(ROWS, BLOCK)`` of a cpu tile: one row of up to ``CPU_LANES`` columns, or when
+    ``tall`` (the rows are the contiguous axis) up to ``CPU_LANES`` rows, one column at a time.
+
+    Example:
+        >>> lane_tile_shape(4096, 4096, False), lane_tile_shape(4096, 4096, True)
+        ((1, 1024), (1024, 1))
+    """
+    if tall:
+        return min(pow2(n_rows), CPU_LANES), 1
+    return 1, min(max(pow2(n_cols), 16), CPU_LANES)
+
+
+def rows_per_tile(ctx: Context, block: int) -> int:
+    """The rows of a ``(ROWS, block)`` tile of ``tile_elements``; one on the cpu, whose tiles
+    of one lane axis run as fused loops (``CPU_LANES``).
+
+    Example:
+        >>> rows_per_tile(Context("triton", None), 256), rows_per_tile(Context("cpu", None), 256)
+        (16, 1)
+    """
+    if ctx.target.startswith("cpu"):
+        return 1
+    return max(1, tile_elements(ctx) // block)
+
+
+def lane_splits(row_tiles: int, n_cols: int, block: int) -> tuple[int, int]:
+    """``split_columns`` for the cpu's lane tiles: every lane adds at most ``CPU_LANE_DEPTH``
+    values, and rows are split further while there are under ``CPU_TARGET_CUBES`` cubes."""
+    splits = math.ceil(n_cols / (CPU_LANE_DEPTH * block))
+    if row_tiles * splits < CPU_TARGET_CUBES:
+        splits = max(splits, min(math.ceil(CPU_TARGET_CUBES / row_tiles), n_cols // block))
+    if splits <= 1:
+        return 1, max(n_cols, 1)
+    chunk = math.ceil(math.ceil(n_cols / splits) / block) * block
+    return math.ceil(n_cols / chunk), chunk
 
 
 def split_columns(row_tiles: int, n_cols: int, block: int) -> tuple[int, int]:

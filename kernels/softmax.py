@@ -22,7 +22,7 @@ from cubepy.ir.dtypes import DType
 
 from .layout import Context, View
 from .reduce import finite_or_zero
-from .rows import axis_rows, launch_options, pow2, tile_elements, tile_shape
+from .rows import axis_rows, lane_tile_shape, launch_options, pow2, rows_per_tile, tile_shape
 from .strided import element_offset
 
 SINGLE_PASS_LIMIT = {"wgsl": 1024}
@@ -143,7 +143,7 @@ def softmax(ctx: Context, x: View, axis: int, log: bool, compute: DType, out_dty
     if axis == x.ndim - 1 and x.is_contiguous and pow2(n_cols) <= single_pass_limit(ctx):
         # the common case straight to its kernel: no layout analysis on the host path
         block = max(pow2(n_cols), 16)
-        tile_rows = max(1, tile_elements(ctx) // block)
+        tile_rows = rows_per_tile(ctx, block)
         n_rows = out.numel // n_cols
         softmax_dense_kernel[(math.ceil(n_rows / tile_rows),)](
             x.storage, x.offset, out.storage, n_rows, n_cols, LOG=log, CT=compute,
@@ -153,11 +153,16 @@ def softmax(ctx: Context, x: View, axis: int, log: bool, compute: DType, out_dty
     layout = axis_rows(ctx, x, out, (axis,))
     rows, n_cols = layout.rows, layout.n_cols
     tall = rows.rank == 0 and not layout.contig
-    tile_rows, block = tile_shape(ctx, rows.numel, n_cols, tall)
+    if ctx.target.startswith("cpu") and not tall:
+        # (a tall lane tile, one column a step, would add each row's exponentials in one
+        # running sum: float32 softmax over axis 0 was 10x further off; tall keeps its tiles)
+        tile_rows, block = lane_tile_shape(rows.numel, n_cols, tall)
+    else:
+        tile_rows, block = tile_shape(ctx, rows.numel, n_cols, tall)
     single = block >= n_cols
     if not tall and pow2(n_cols) <= single_pass_limit(ctx):
         block = max(pow2(n_cols), 16)
-        tile_rows, single = max(1, tile_elements(ctx) // block), True
+        tile_rows, single = rows_per_tile(ctx, block), True
     kernel = softmax_row_kernel if single else softmax_loop_kernel
     x = layout.x
     kernel[(math.ceil(rows.numel / tile_rows),)](

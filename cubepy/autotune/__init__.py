@@ -16,8 +16,9 @@ Example:
 
 from .cache import AutotuneCacheWarning
 from .config import Config
+from .context import STATS, AutotuneWarning, Stats, TuneContext
 from .key import TuneKey, layout_class, pow2_anchor
-from .tuner import STATS, Autotuner, AutotuneWarning, Stats, TuneContext, autotune
+from .tuner import Autotuner, autotune
 
 __all__ = ["Config", "autotune", "Autotuner", "TuneContext", "TuneKey", "Stats", "STATS",
            "AutotuneWarning", "AutotuneCacheWarning", "layout_class", "pow2_anchor"]

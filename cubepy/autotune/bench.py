@@ -27,16 +27,16 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
 from .clocks import SustainedTimer, Timer
 from .config import Config
+from .progress import Progress
 
 # ---- snapshots and host copies of arrays ----
 
@@ -216,48 +216,6 @@ def warm_up_in_parallel(configs: Sequence[Config], run: Callable[[Config], Any],
         list(pool.map(quietly, configs))
 
 
-# ---- progress on stderr ----
-
-class Progress:
-    """Progress lines on stderr, only once tuning has taken more than ``threshold`` seconds.
-
-    Example:
-        >>> p = Progress("add", "n=1024", total=3, threshold=0.0)
-        >>> p.update("checked 1/3")  # doctest: +SKIP
-        cubepy.autotune: tuning add (n=1024), 3 candidates: checked 1/3
-    """
-
-    def __init__(self, name: str, key: str, total: int, *, threshold: float = 1.0,
-                 interval: float = 1.0, clock: Callable[[], float] = time.monotonic,
-                 stream: TextIO | None = None) -> None:
-        self.name, self.key, self.total = name, key, total
-        self.threshold, self.interval, self.clock = threshold, interval, clock
-        self.stream = stream
-        self.started = clock()
-        self.last: float | None = None
-
-    def _write(self, text: str) -> None:
-        stream = self.stream or sys.stderr
-        print(f"cubepy.autotune: tuning {self.name} ({self.key}), {self.total} candidates: "
-              f"{text}", file=stream, flush=True)
-
-    def update(self, status: str) -> None:
-        """Report ``status``: printed past the threshold, at most once per ``interval``."""
-        now = self.clock()
-        if now - self.started < self.threshold:
-            return
-        if self.last is not None and now - self.last < self.interval:
-            return
-        self.last = now
-        self._write(status)
-
-    def finish(self, best: str) -> None:
-        """The last line, printed when tuning took longer than the threshold."""
-        elapsed = self.clock() - self.started
-        if elapsed >= self.threshold:
-            self._write(f"done in {elapsed:.1f} s, best {best}")
-
-
 # ---- the benchmark loop ----
 
 @dataclass
@@ -389,6 +347,8 @@ def benchmark(candidates: Sequence[tuple[int, Config]], run: Callable[[Config], 
         warm_up_in_parallel([o.config for o in outcomes], run)
     reference: tuple[Outcome, dict[str, np.ndarray]] | None = None
     for done, outcome in enumerate(outcomes, 1):
+        if progress:
+            progress.set(f"checking {done}/{len(outcomes)}")
         snapshot.restore()
         observed = _check(outcome, run, observe, reference, warmup)
         if observed is not None:

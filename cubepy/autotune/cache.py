@@ -100,17 +100,19 @@ def _valid_doc(doc: Any) -> bool:
 def read_doc(path: Path, *, warn: bool = True) -> dict[str, Any] | None:
     """The parsed file, or None when it is missing or corrupt (a corrupt one warns)."""
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        return None
+        text = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None  # a file in place of the folder, or a folder in place of the file: `store`
+        # says so, once, with what to do
     except OSError as err:
         if warn:
             _warn(f"cannot read autotune cache {path}: {err}; ignoring it")
         return None
     try:
-        doc = json.loads(text)
-    except ValueError as err:
-        doc, problem = None, f"not valid JSON ({err})"
+        doc = json.loads(text.decode())
+    except (ValueError, RecursionError) as err:  # before, bytes that are not UTF-8 (a
+        # UnicodeDecodeError) or arrays nested too deep stopped the call
+        doc, problem = None, f"not valid JSON ({type(err).__name__}: {str(err)[:200]})"
     else:
         problem = "not an autotune cache file of this format"
     if not _valid_doc(doc):
@@ -129,8 +131,8 @@ def entry_problem(entry: Any, *, fingerprint: str, checksum: str,
         >>> entry_problem({}, fingerprint="f", checksum="c", configs=[])[1]
         True
     """
-    if not isinstance(entry, dict) or any(not isinstance(entry.get(name), kind)
-                                          for name, kind in _ENTRY_FIELDS.items()):
+    if not isinstance(entry, dict) or isinstance(entry.get("best_index"), bool) \
+            or any(not isinstance(entry.get(name), kind) for name, kind in _ENTRY_FIELDS.items()):
         return "the entry is corrupt (missing or mistyped fields)", True
     if entry["cubepy"] != version():
         return f"it was tuned by cubepy {entry['cubepy']} (this is {version()})", True
@@ -219,11 +221,25 @@ def _new_file_mode() -> int:
     return 0o644
 
 
-def merge_entries(path: Path, header: dict[str, str], entries: dict[str, Any]) -> None:
-    """Under the lock: read ``path`` (corrupt: start afresh), add ``entries``, replace it."""
+class CorruptCacheFile(ValueError):
+    """A cache file that ``export`` would have to overwrite to merge into."""
+
+
+def _corrupt(path: Path) -> CorruptCacheFile:
+    return CorruptCacheFile(f"{path} is not a valid autotune cache file (a merge conflict, or "
+                            "a hand edit?); nothing was written: fix it, or delete it to "
+                            "replace it with the exported entries")
+
+
+def merge_entries(path: Path, header: dict[str, str], entries: dict[str, Any], *,
+                  keep_corrupt: bool = False) -> None:
+    """Under the lock: read ``path`` (corrupt: start afresh, or with ``keep_corrupt`` raise
+    ``CorruptCacheFile``), add ``entries``, replace it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with locked(path):
         doc = read_doc(path, warn=False)
+        if doc is None and keep_corrupt and path.exists():
+            raise _corrupt(path)
         if doc is None:
             doc = {"format": FORMAT, **header, "entries": {}}
         doc["entries"].update(entries)
@@ -237,9 +253,25 @@ def store(kernel: str, target: str, device: str, key_id: str, entry: dict[str, A
         merge_entries(path, {"kernel": kernel, "target": target, "device": device},
                       {key_id: entry})
     except OSError as err:
-        _warn(f"cannot write the autotune cache {path}: {err}")
+        _warn(_write_problem(path, err))
         return None
     return path
+
+
+def _write_problem(path: Path, error: OSError) -> str:
+    """Why the cache cannot be written, and what to do: before, a file in place of the
+    folder warned "[Errno 17] File exists" about the folder."""
+    in_the_way = next((p for p in (path.parent, *path.parents) if p.is_file()), None)
+    if in_the_way is not None:
+        return (f"cannot write the autotune cache: {in_the_way} is a file, not a folder; "
+                "results are not kept. Move that file away, or point CUBEPY_CACHE_DIR at "
+                "a folder")
+    folder = next((p for p in (path, path.with_name(path.name + ".lock")) if p.is_dir()), None)
+    if folder is not None:
+        return (f"cannot write the autotune cache: {folder} is a folder, not a file; results "
+                "are not kept. Move that folder away")
+    return (f"cannot write the autotune cache {path}: {error}; results are not kept. Make "
+            f"{path.parent} writable, or point CUBEPY_CACHE_DIR at a folder that is")
 
 
 # ---- the command line's operations ----
@@ -284,13 +316,16 @@ def export(device: str, out_dir: Path | None = None, kernel: str | None = None) 
     exact = [d for d in devices if d.lower() == device.lower()]
     if len(devices) > 1 and not exact:
         raise ValueError(f"--device {device!r} matches several devices: {', '.join(devices)}")
+    chosen = [(p, d) for p, d in chosen if not exact or d["device"] == exact[0]]
+    for path, _ in chosen:  # all or nothing: a corrupt one found after others were written
+        target = out_dir / path.name  # would leave a half export
+        if target.exists() and read_doc(target, warn=False) is None:
+            raise _corrupt(target)
     written = []
     for path, doc in chosen:
-        if exact and doc["device"] != exact[0]:
-            continue
         target = out_dir / path.name
         header = {k: doc[k] for k in ("kernel", "target", "device")}
-        merge_entries(target, header, doc["entries"])
+        merge_entries(target, header, doc["entries"], keep_corrupt=True)
         target.with_name(target.name + ".lock").unlink(missing_ok=True)  # no litter in the repo
         written.append(target)
     return written

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -82,7 +83,24 @@ def _jsonable(value: Any) -> Any:
         return [_jsonable(v) for v in value]
     if hasattr(value, "item") and callable(value.item):  # NumPy scalars
         return _jsonable(value.item())
-    return repr(value)
+    return stable_repr(value)
+
+
+def stable_repr(value: Any) -> str:
+    """``repr(value)``, but a function or class by its qualified name: its repr holds its
+    address, which differs in every process (and the cached results would never be found).
+
+    Example:
+        >>> stable_repr(configs_checksum), stable_repr(3)
+        ('<cubepy.autotune.config.configs_checksum>', '3')
+    """
+    text = repr(value)
+    if ADDRESS.search(text) and isinstance(getattr(value, "__qualname__", None), str):
+        return f"<{getattr(value, '__module__', '?')}.{value.__qualname__}>"
+    return text
+
+
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")  # in reprs like <Plan object at 0x7f...>
 
 
 def configs_checksum(configs: Sequence[Config]) -> str:

@@ -20,7 +20,6 @@ import inspect
 import io
 import json
 import platform
-import re
 import textwrap
 import tokenize
 import types
@@ -36,9 +35,10 @@ from ..lang.builtins import Func
 from ..runtime.args import classify, is_array, target_for
 from ..runtime.jit import Kernel
 from ..runtime.targets import get_backend
+from . import misuse
+from .config import ADDRESS, stable_repr
 
 Bucket = Callable[[int], int]
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")  # in reprs like <Plan object at 0x7f...>
 
 
 def pow2_anchor(n: int) -> int:
@@ -219,27 +219,30 @@ class TuneKey:
         return ", ".join(parts)
 
 
-def _key_value(value: Any, bucket: Bucket | None) -> Any:
+def _key_value(value: Any, bucket: Bucket | None, bucket_of: Callable[[int], Any]) -> Any:
     if is_array(value):
         shape = [int(s) for s in getattr(value, "shape", ())]
-        return [bucket(s) if bucket else s for s in shape]
+        return [bucket_of(s) if bucket else s for s in shape]
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
-        return bucket(int(value)) if bucket else int(value)
+        return bucket_of(int(value)) if bucket else int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
     if value is None or isinstance(value, str):
         return value
-    return repr(value)
+    return stable_repr(value)
 
 
-def make_key(bound: Mapping[str, Any], key: Mapping[str, Bucket | None], target: str) -> TuneKey:
-    """The ``TuneKey`` of a call whose arguments are ``bound`` (name → value)."""
-    sizes = tuple((name, _key_value(bound.get(name), bucket)) for name, bucket in key.items())
+def make_key(bound: Mapping[str, Any], key: Mapping[str, Bucket | None], target: str,
+             tuner: str = "") -> TuneKey:
+    """The ``TuneKey`` of a call whose arguments are ``bound`` (name → value); ``tuner``
+    names the autotuner in errors of its bucket functions."""
+    sizes = tuple((name, _key_value(bound.get(name), bucket, functools.partial(
+        misuse.bucketed, tuner, name, bucket))) for name, bucket in key.items())
     for name, value in sizes:
         keyed = bound.get(name)
-        if isinstance(value, str) and _ADDRESS.search(value) and not isinstance(keyed, str):
+        if isinstance(value, str) and ADDRESS.search(value) and not isinstance(keyed, str):
             # an object keyed by its default repr, its address: every call was tuned anew
             raise LaunchError(f"key '{name}' is {value}, whose repr differs for every object, "
                               "so every call would be tuned again",
@@ -261,7 +264,7 @@ def function_source(fn: Callable[..., Any]) -> str:
         >>> def scale(x):  # doubles
         ...     return 2 * x  # exactly
         >>> function_source(scale)  # doctest: +SKIP
-        'def scale(x):\n    return 2 * x'
+        'def scale(x):\\n    return 2 * x'
     """
     try:
         source = textwrap.dedent(inspect.getsource(fn))

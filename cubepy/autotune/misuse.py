@@ -13,18 +13,22 @@ Example:
 from __future__ import annotations
 
 import ast
+import contextlib
 import difflib
 import inspect
+import json
 import linecache
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
+
+import numpy as np
 
 from ..errors import CubeError, LaunchError, format_message, in_cubepy, user_loc
 from ..ir.core import Loc
 from ..lang.builtins import is_comptime_annotation
+from ..runtime import checks as launch_checks
 from ..runtime.jit import Kernel
-from .config import Config
-from .key import pow2_anchor
+from .config import ADDRESS, OPTION_NAMES, Config
 
 _POSITIONS = {"configs": 0, "key": 1}  # autotune(configs, key, ...) written positionally
 
@@ -33,6 +37,26 @@ def trimmed(error: BaseException) -> BaseException:
     """A cubepy error without the tuner's frames (its message points at the user's code);
     any other error as it is, its traceback through the user's code kept."""
     return error.with_traceback(None) if isinstance(error, CubeError) else error
+
+
+def note(error: BaseException, text: str) -> None:
+    """Add ``text`` under ``error``'s traceback (Python 3.11's notes; nothing on 3.10)."""
+    if hasattr(error, "add_note"):
+        error.add_note(text)
+
+
+@contextlib.contextmanager
+def noting(text: str) -> Iterator[None]:
+    """Let an error of the user's hook through as it is (its traceback shows the hook's line),
+    with ``text`` saying which autotuner called it and for what: before, a KeyError from a
+    prune hook came out of the tuner's lines with nothing to say which kernel's hook it was."""
+    try:
+        yield
+    except CubeError:
+        raise
+    except Exception as error:
+        note(error, text)
+        raise
 
 
 def at_user(error: LaunchError) -> LaunchError:
@@ -89,11 +113,60 @@ def definition_error(name: str, message: str, hint: str, argument: str | None,
 
 
 def check_decorated(fn: Any) -> None:
-    """``@cube.autotune`` takes a kernel or a function."""
+    """``@cube.autotune`` takes a kernel or a function whose parameters Python can read."""
     if not isinstance(fn, Kernel) and not callable(fn):
         raise definition_error(repr(fn), f"it decorates {type(fn).__name__} {fn!r}, not a "
                                "kernel or function", "put @cube.autotune(...) right above "
                                "@cube.kernel (or a plain def)", None)
+    if not isinstance(fn, Kernel) and _signature(fn) is None:
+        # before: ValueError: no signature found for builtin type <class 'int'>, from inspect
+        raise definition_error(repr(fn), f"it decorates {fn!r}, whose parameters Python "
+                               "cannot read", "decorate a def that calls it, with the tuned "
+                               "values as keyword parameters: def f(x, BLOCK=64): ...", None)
+
+
+def _signature(fn: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def _takes(fn: Any, count: int) -> bool:
+    """Whether ``fn`` can be called with ``count`` positional arguments (True when Python
+    cannot tell)."""
+    signature = _signature(fn)
+    if signature is None:
+        return True
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        return False
+    return True
+
+
+def check_hooks(name: str, prune: Any, default: Any, key: Mapping[str, Any]) -> None:
+    """``prune(configs, ctx)``, ``default(ctx)`` and every bucket ``f(n)`` are functions of
+    that many arguments: before, a wrong one failed at the first call with a TypeError from
+    the tuner's lines."""
+    for argument, hook, count, spelled in (("prune", prune, 2, "prune(configs, ctx)"),
+                                           ("default", default, 1, "default(ctx)")):
+        if hook is None:
+            continue
+        if not callable(hook):
+            raise definition_error(name, f"{argument}={hook!r} is not a function",
+                                   f"write {argument}=f, with def {spelled}: ...", argument)
+        if not _takes(hook, count):
+            raise definition_error(name, f"{argument}={getattr(hook, '__name__', hook)} "
+                                   f"cannot be called as {spelled}",
+                                   f"define it as def {spelled}: ...", argument)
+    for index, (param, bucket) in enumerate(key.items()):
+        if bucket is not None and not _takes(bucket, 1):
+            raise definition_error(name, f"the bucket of key '{param}' "
+                                   f"({getattr(bucket, '__name__', bucket)}) cannot be called "
+                                   "with one value", "write a function of one int returning "
+                                   "its bucket, e.g. pow2_anchor (from cubepy.autotune)",
+                                   "key", index)
 
 
 def check_options(name: str, *, warmup: int, rep: int, drop_ratio: float | None,
@@ -138,6 +211,8 @@ def checked_configs(name: str, configs: Any) -> list[Config]:
 
 def checked_key(name: str, key: Any) -> dict[str, Callable[[int], int] | None]:
     """``key`` as a dict of names to bucket functions (``pow2_anchor`` for a list of names)."""
+    from .key import pow2_anchor  # key.py calls bucket functions through this module
+
     if isinstance(key, str):  # iterated, key="size" would be the names s, i, z and e
         raise definition_error(name, f"key={key!r} is one string, not a list of parameter "
                                "names", f"write key=[{key!r}]", "key")
@@ -197,6 +272,51 @@ def check_names(name: str, fn: Any, signature: inspect.Signature, configs: list[
                                    "key", index)
 
 
+def check_config_values(name: str, fn: Any, signature: inspect.Signature,
+                        configs: list[Config]) -> None:
+    """Configs that could never run, or whose results could never be found again, are an
+    error at the config: before, the first were "discarded" at every tuning (one warning
+    each) and the second retuned in every process.
+
+    - a value whose repr holds its address (an object of the user's class): the config list's
+      checksum differed in every process, so the cache never answered;
+    - on a kernel, ``num_warps``/``num_stages`` or a ``Comptime[int]`` value that every
+      launch refuses (``num_warps=3``, ``BLOCK="128"``);
+    - a parameter without a default that other configs set but this one leaves out: the call
+      may not pass it (autotune chooses it), so this config could not be launched."""
+    params = signature.parameters
+    tuned = {p for c in configs for p in c.launch_kwargs()}
+    required = sorted(p for p in tuned if p in params and params[p].default is params[p].empty
+                      and params[p].kind is not params[p].VAR_KEYWORD)
+    for index, cfg in enumerate(configs):
+        given = cfg.launch_kwargs()
+        missing = [p for p in required if p not in given]
+        if missing:
+            raise definition_error(name, f"{cfg} leaves {', '.join(missing)} unset, which "
+                                   "other configs set and the call may not pass",
+                                   f"set {missing[0]} in every config, or give it a default "
+                                   f"in {fn.__name__}", "configs", index)
+        for param, value in given.items():
+            shown = json.dumps(cfg.as_json()[param])
+            if ADDRESS.search(shown) and not isinstance(value, str):
+                raise definition_error(
+                    name, f"{cfg} sets {param} to {value!r}, whose repr differs in every "
+                    "process, so its tuning results could never be found again",
+                    f"set {param} to a plain value (int, float, bool, str) and build the "
+                    "object from it in the function", "configs", index)
+        if isinstance(fn, Kernel):
+            try:
+                options = {o: given[o] for o in OPTION_NAMES if o in given}
+                launch_checks.check_options(fn.__name__, options)
+                kinds = {p: fn.comptime_kinds.get(p) for p in cfg.kwargs}
+                launch_checks.check_comptime_values(fn.__name__, cfg.kwargs, kinds)
+            except LaunchError as err:
+                hint = (err.hint or "").replace(f"{fn.__name__}[grid](..., ", "cube.Config(..., ")
+                raise definition_error(name, f"{cfg}: {err.message.split(': ', 1)[-1]}; no "
+                                       "launch could use it", hint.replace("pass ", "set ", 1),
+                                       "configs", index) from None
+
+
 def unknown_name_hint(name: str, known: Iterable[str], what: str) -> str:
     """What to write instead of ``name``: the closest known name, and all of them."""
     known = sorted(known)
@@ -254,6 +374,26 @@ def hook_loc(hook: Callable[..., Any]) -> Loc | None:
 def hook_error(name: str, hook: Callable[..., Any], message: str, hint: str) -> CubeError:
     """A hook of ``name``'s autotuner returned something unusable."""
     return CubeError(format_message(f"autotune {name}: {message}", hook_loc(hook), hint))
+
+
+def bucketed(name: str, param: str, bucket: Callable[[int], Any], value: int) -> Any:
+    """``bucket(value)``, the bucket of key ``param``, as JSON data; a bucket that returns
+    something else (an object, which could not be written to the cache: a TypeError from
+    ``json`` before) is an error at the bucket function, one that raises is let through with
+    a note naming the key."""
+    with noting(f"autotune {name}: raised by the bucket function of key '{param}' for "
+                f"{value}"):
+        result = bucket(value)
+    if isinstance(result, np.generic):
+        result = result.item()  # np.int64(1024): a fine bucket, but not JSON data as it is
+    try:
+        json.dumps(result)
+    except (TypeError, ValueError):
+        raise hook_error(name, bucket, f"the bucket function of key '{param}' returned "
+                         f"{result!r} for {value}, not a number or a string",
+                         "return the bucket as an int (e.g. the next power of two), a float "
+                         "or a str") from None
+    return result
 
 
 def checked_prune(name: str, hook: Callable[..., Any], kept: Any, where: str) -> list[Config]:

@@ -8,7 +8,6 @@ default. See ``autotune`` for the options.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import logging
@@ -16,14 +15,12 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
 
 from .. import config as settings_module
-from ..backends.base import TargetInfo
 from ..errors import CubeError, LaunchError, user_stacklevel
 from ..runtime.args import is_array
 from ..runtime.jit import OPTIONS, Kernel
@@ -31,7 +28,6 @@ from ..runtime.targets import cuda_available, target_info
 from . import cache, misuse
 from .bench import (
     Outcome,
-    Progress,
     Snapshot,
     benchmark,
     describe_best,
@@ -39,6 +35,7 @@ from .bench import (
 )
 from .clocks import timer_for
 from .config import Config, configs_checksum
+from .context import AutotuneWarning, Stats, TuneContext, count
 from .key import (
     Bucket,
     TuneKey,
@@ -48,59 +45,9 @@ from .key import (
     repeat_key,
     resolve_target,
 )
+from .progress import Progress
 
 log = logging.getLogger("cubepy.autotune")
-
-
-class AutotuneWarning(UserWarning):
-    """A candidate was discarded while tuning: its output was wrong, or it failed to run."""
-
-
-@dataclass
-class Stats:
-    """Counters of what the autotuner did (per ``Autotuner`` and for the whole process).
-
-    Example:
-        >>> from cubepy.autotune import STATS
-        >>> STATS.tunings >= 0
-        True
-    """
-
-    tunings: int = 0         # keys benchmarked
-    benchmark_runs: int = 0  # candidate runs while tuning (checks, warm-ups, timed runs)
-    cache_hits: int = 0      # winners read from a cache file
-    memory_hits: int = 0     # winners reused within this process
-    defaults: int = 0        # calls that used the heuristic default (CUBEPY_AUTOTUNE=0)
-    rejected: int = 0        # candidates discarded for a wrong output
-    failed: int = 0          # candidates discarded because they raised
-
-    def as_dict(self) -> dict[str, int]:
-        """The counters as a dict."""
-        return dataclasses.asdict(self)
-
-
-STATS = Stats()
-
-
-@dataclass(frozen=True)
-class TuneContext:
-    """What ``prune`` and ``default`` hooks see about a call.
-
-    ``key``: the bucketed key values by name; ``args``: the bound arguments; ``limits``: the
-    target's limits (``target_info(target).limits``, e.g. workgroup memory).
-    """
-
-    name: str
-    key: Mapping[str, Any]
-    args: Mapping[str, Any]
-    target: str
-    device: str
-    info: TargetInfo
-
-    @property
-    def limits(self) -> dict[str, int]:
-        """The target's limits (names as ``TargetInfo.limits`` spells them)."""
-        return self.info.limits
 
 
 class Autotuner:
@@ -129,10 +76,13 @@ class Autotuner:
         misuse.check_options(self.name, warmup=warmup, rep=rep, drop_ratio=drop_ratio,
                              max_seconds=max_seconds)
         misuse.check_names(self.name, fn, self.signature, self.configs, self.key)
+        misuse.check_config_values(self.name, fn, self.signature, self.configs)
+        misuse.check_hooks(self.name, prune, default, self.key)
         self.prune, self.default = prune, default
         self.warmup, self.rep, self.drop_ratio = warmup, rep, drop_ratio
         self.max_seconds = max_seconds
         self.checksum = configs_checksum(self.configs)
+        self._distinct = [(i, c) for i, c in enumerate(self.configs) if c not in self.configs[:i]]
         self.stats = Stats()
         self.last_config: Config | None = None
         self.last_key: TuneKey | None = None
@@ -260,7 +210,7 @@ class Autotuner:
             seen = self._repeats.get(repeat)
             if seen is not None:  # a call like an earlier one: its config, nothing rebuilt
                 self.last_key, self.last_config, counter = seen
-                _count(self.stats, counter)
+                count(self.stats, counter)
                 return run(self.last_config)
         bound = self._bind(args, kwargs)
         explicit = kwargs.get("target")
@@ -273,13 +223,13 @@ class Autotuner:
             if chosen is None:
                 chosen = self._defaults[tune_key.id] = self._default(
                     self._context(tune_key, bound))
-            _count(self.stats, "defaults")
+            count(self.stats, "defaults")
             self.last_config = chosen
             self._remember(repeat, tune_key, chosen, "defaults")
             return run(chosen)
         chosen = self._memo.get(tune_key.id)
         if chosen is not None:
-            _count(self.stats, "memory_hits")
+            count(self.stats, "memory_hits")
         else:
             with self._lock:
                 chosen = self._memo.get(tune_key.id)
@@ -327,7 +277,7 @@ class Autotuner:
         raw = bound_key(bound, self.key, explicit, settings_module.settings())
         tune_key = self._keys.get(raw) if raw is not None else None
         if tune_key is None:
-            tune_key = make_key(bound, self.key, resolve_target(bound, explicit))
+            tune_key = make_key(bound, self.key, resolve_target(bound, explicit), self.name)
             if raw is not None:
                 if len(self._keys) >= 4096:  # many distinct shapes: start over, stay small
                     self._keys.clear()
@@ -341,12 +291,15 @@ class Autotuner:
                            tune_key.device, target_info(tune_key.target))
 
     def _candidates(self, ctx: TuneContext) -> list[tuple[int, Config]]:
+        """The configs to benchmark, with their indices in ``configs``: those ``prune`` keeps,
+        each once (a config listed twice was timed twice)."""
         if self.prune is None:
-            return list(enumerate(self.configs))
+            return list(self._distinct)
         where = f"{', '.join(f'{k}={v}' for k, v in ctx.key.items())} on {ctx.target}"
-        kept = misuse.checked_prune(self.name, self.prune, self.prune(list(self.configs), ctx),
-                                    where)
-        indexed = []
+        with misuse.noting(f"autotune {self.name}: raised by its prune hook for {where}"):
+            returned = self.prune(list(self.configs), ctx)
+        kept = misuse.checked_prune(self.name, self.prune, returned, where)
+        indexed, seen = [], set()
         for cfg in kept:
             index = next((i for i, c in enumerate(self.configs) if c is cfg), None)
             if index is None:
@@ -355,12 +308,16 @@ class Autotuner:
                 raise misuse.hook_error(self.name, self.prune, f"prune returned {cfg}, which is "
                                         "not in configs=", "return configs from the list it is "
                                         "given, or add this one to configs=")
-            indexed.append((index, self.configs[index]))
+            if cfg not in seen:
+                seen.add(cfg)
+                indexed.append((index, self.configs[index]))
         return indexed
 
     def _default(self, ctx: TuneContext) -> Config:
         if self.default is not None:
-            chosen = self.default(ctx)
+            with misuse.noting(f"autotune {self.name}: raised by its default hook for "
+                               f"{ctx.target}"):
+                chosen = self.default(ctx)
             if not isinstance(chosen, Config):
                 raise misuse.hook_error(self.name, self.default, f"default returned {chosen!r}, "
                                         "not a cube.Config", "return one of the configs, e.g. "
@@ -379,7 +336,7 @@ class Autotuner:
         if found is None:
             return None
         entry, path = found
-        _count(self.stats, "cache_hits")
+        count(self.stats, "cache_hits")
         log.info("autotune %s (%s): cached %s from %s", self.name, tune_key.describe(),
                  self.configs[entry["best_index"]], path)
         return self.configs[entry["best_index"]]
@@ -397,38 +354,44 @@ class Autotuner:
         def observe(result: Any) -> dict[str, np.ndarray]:
             outputs = {name: observed_copy(value) for name, value in arrays.items()}
             results = result if isinstance(result, (tuple, list)) else [result]
-            outputs.update({f"<return {i}>": observed_copy(r) for i, r in enumerate(results)
-                            if is_array(r)})
+            # numbers too: a host function returning a count or a norm is checked as well
+            outputs.update({f"<return {i}>": observed_copy(r) if is_array(r) else np.asarray(r)
+                            for i, r in enumerate(results)
+                            if is_array(r) or isinstance(r, (int, float, complex, np.generic))})
             return outputs
 
         def counted(cfg: Config) -> Any:
-            _count(self.stats, "benchmark_runs")
+            count(self.stats, "benchmark_runs")
             return run(cfg)
 
-        progress = Progress(self.name, tune_key.describe(), len(candidates))
-        outcomes = benchmark(candidates, counted, observe, snapshot,
-                             timer_for(tune_key.target, list(arrays.values())),
-                             warmup=self.warmup, rep=self.rep, drop_ratio=self.drop_ratio,
-                             max_seconds=self.max_seconds, progress=progress,
-                             parallel_warmup=tune_key.target == "triton" and cuda_available())
-        snapshot.restore()
-        _count(self.stats, "tunings")
-        ok = [o for o in outcomes if o.status == "ok"]
-        errors = [o.error for o in outcomes if o.error is not None]
-        if not ok and len({(type(e), str(e)) for e in errors}) == 1:
-            raise misuse.trimmed(errors[0])  # every config failed alike: the call is at fault
-        self._report(tune_key, outcomes)
-        if not ok:
-            raise misuse.trimmed(errors[0])
-        best = min(ok, key=lambda o: o.median)
-        progress.finish(describe_best(outcomes) or str(best.config))
+        with Progress(self.name, tune_key.describe(), len(candidates)) as progress:
+            outcomes = benchmark(candidates, counted, observe, snapshot,
+                                 timer_for(tune_key.target, list(arrays.values())),
+                                 warmup=self.warmup, rep=self.rep, drop_ratio=self.drop_ratio,
+                                 max_seconds=self.max_seconds, progress=progress,
+                                 parallel_warmup=tune_key.target == "triton" and cuda_available())
+            snapshot.restore()
+            count(self.stats, "tunings")
+            ok = [o for o in outcomes if o.status == "ok"]
+            errors = [o.error for o in outcomes if o.error is not None]
+            if not ok and len({(type(e), str(e)) for e in errors}) == 1:
+                raise misuse.trimmed(errors[0])  # every config failed alike: the call's fault
+            self._report(tune_key, outcomes)
+            if not ok:  # each its own way: the first one's error, saying that all failed
+                first = next(o for o in outcomes if o.error is not None)
+                misuse.note(first.error, f"autotune {self.name} ({tune_key.describe()}): every "
+                            f"config failed (see the warnings above); this error is "
+                            f"{first.config}'s")
+                raise misuse.trimmed(errors[0])
+            best = min(ok, key=lambda o: o.median)
+            progress.finish(describe_best(outcomes) or str(best.config))
         self._store(tune_key, candidates, outcomes, best, time.perf_counter() - started)
         return best.config
 
     def _report(self, tune_key: TuneKey, outcomes: list[Outcome]) -> None:
         for outcome in outcomes:
             if outcome.status in ("wrong", "error"):
-                _count(self.stats, "rejected" if outcome.status == "wrong" else "failed")
+                count(self.stats, "rejected" if outcome.status == "wrong" else "failed")
                 warnings.warn(f"autotune {self.name} ({tune_key.describe()}): discarded "
                               f"{outcome.config}: {outcome.detail}", AutotuneWarning,
                               stacklevel=user_stacklevel())
@@ -436,8 +399,10 @@ class Autotuner:
     def _store(self, tune_key: TuneKey, candidates: list[tuple[int, Config]],
                outcomes: list[Outcome], best: Outcome, seconds: float) -> None:
         kept = {index for index, _ in candidates}
-        pruned = [{"index": i, "config": c.as_json(), "status": "pruned", "median_s": None,
-                   "runs": 0, "detail": "dropped by prune"}
+        first = {c: i for i, c in reversed(list(enumerate(self.configs)))}
+        pruned = [{"index": i, "config": c.as_json(), "median_s": None, "runs": 0,
+                   **({"status": "duplicate", "detail": f"the same config as #{first[c]}"}
+                      if first[c] in kept else {"status": "pruned", "detail": "dropped by prune"})}
                   for i, c in enumerate(self.configs) if i not in kept]
         entry = {
             "cubepy": cache.version(), "fingerprint": self.fingerprint,
@@ -451,11 +416,6 @@ class Autotuner:
         path = cache.store(self.name, tune_key.target, tune_key.device, tune_key.id, entry)
         log.info("autotune %s (%s): %s wins; stored in %s", self.name, tune_key.describe(),
                  best.config, path)
-
-
-def _count(stats: Stats, name: str) -> None:
-    for counters in (stats, STATS):
-        setattr(counters, name, getattr(counters, name) + 1)
 
 
 def autotune(configs: Sequence[Config], key: Sequence[str] | Mapping[str, Bucket | None], *,

@@ -31,7 +31,10 @@ def cache_dir(
     session_cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Path]:
     """The CUBEPY_CACHE_DIR of this test; ``cache_dir / "autotune"`` starts empty."""
-    shutil.rmtree(session_cache_dir / "autotune", ignore_errors=True)
+    autotune_dir = session_cache_dir / "autotune"
+    if autotune_dir.is_file():  # a test put a file in the folder's place
+        autotune_dir.unlink()
+    shutil.rmtree(autotune_dir, ignore_errors=True)
     monkeypatch.setenv("CUBEPY_CACHE_DIR", str(session_cache_dir))
     monkeypatch.delenv("CUBEPY_AUTOTUNE", raising=False)
     monkeypatch.delenv("CUBEPY_DEBUG", raising=False)

@@ -240,3 +240,58 @@ def test_cache_files_are_readable_by_all(cache_dir, tmp_path):
     path.chmod(0o640)  # a mode the user chose is kept through rewrites
     run_add(make_add(), 3000)
     assert path.stat().st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"\xff\xfe\x00garbage", "UnicodeDecodeError"),  # before: a UnicodeDecodeError stopped
+    (b"[" * 100_000 + b"]" * 100_000, "RecursionError"),  # the call, and a RecursionError
+    (b"", "JSONDecodeError"),
+])
+def test_undecodable_files_are_ignored_and_rewritten(cache_dir, content, problem):
+    run_add(make_add(), 1000)
+    path = _only_file(cache_dir)
+    path.write_bytes(content)
+    tuned = make_add()
+    with pytest.warns(AutotuneCacheWarning, match=f"not valid JSON \\({problem}"):
+        run_add(tuned, 1000)
+    assert tuned.stats.tunings == 1
+    (entry,) = json.loads(path.read_text())["entries"].values()
+    assert entry["key"]["sizes"] == {"n": 1024}
+
+
+def _file_for_folder(cache_dir: Path) -> tuple[Path, str]:
+    (cache_dir / "autotune").write_text("not a folder")
+    return cache_dir / "autotune", "is a file, not a folder"
+
+
+def _folder_for_file(cache_dir: Path) -> tuple[Path, str]:
+    path = _only_file(cache_dir)
+    path.unlink()
+    path.mkdir()
+    return path, "is a folder, not a file"
+
+
+@pytest.mark.parametrize("block", [_file_for_folder, _folder_for_file])
+def test_something_in_the_way_of_the_cache_warns_once_with_what_to_do(cache_dir, block):
+    # before: a file in place of the folder gave two warnings, "[Errno 20] Not a directory"
+    # and "[Errno 17] File exists" about the folder
+    if block is _folder_for_file:
+        run_add(make_add(), 1000)
+    in_the_way, words = block(cache_dir)
+    tuned = make_add()
+    with pytest.warns(AutotuneCacheWarning) as caught:
+        run_add(tuned, 1000)
+        run_add(tuned, 3000)  # another key: the same warning is not repeated
+    (warning,) = caught
+    assert f"{in_the_way} {words}; results are not kept. Move" in str(warning.message)
+    assert tuned.stats.tunings == 2
+
+
+def test_a_boolean_best_index_is_corrupt(cache_dir):
+    # before: True was taken as index 1
+    run_add(make_add(), 1000)
+    _edit_entry(_only_file(cache_dir), best_index=True, best=ADD_CONFIGS[1].as_json())
+    tuned = make_add()
+    with pytest.warns(AutotuneCacheWarning, match="mistyped fields"):
+        run_add(tuned, 1000)
+    assert tuned.stats.tunings == 1 and tuned.stats.cache_hits == 0

@@ -217,3 +217,118 @@ def test_key_on_an_object_keyed_by_its_address():
         tuned(_Plan(100), x, y, out)
     assert "plan.n as n" in _points_at(info.value, "tuned(_Plan(100), x, y, out)")
     assert tuned.stats.tunings == 0
+
+
+class _Mode:  # a user's object: its default repr holds its address
+    pass
+
+
+def _add_with_mode(x, y, out, mode=None, BLOCK=64):
+    add_kernel[(cube.cdiv(x.size, BLOCK),)](x, y, out, x.size, BLOCK=BLOCK)
+
+
+@pytest.mark.parametrize("candidates, fn, words", [
+    # before: "discarded" at every tuning, one AutotuneWarning per call, since every launch
+    # refuses these values
+    ([cube.Config(BLOCK=64), cube.Config(BLOCK=128, num_warps=3)], add_kernel,
+     "num_warps=3; it must be a power of two"),
+    ([cube.Config(BLOCK=64), cube.Config(BLOCK="128")], add_kernel,
+     "'BLOCK' is a cube.Comptime[int] parameter, but it got '128'"),
+    ([cube.Config(BLOCK=64), cube.Config(BLOCK=128, num_stages=-1)], add_kernel,
+     "num_stages=-1; it must be an int >= 0"),
+    # before: accepted, then "missing a required argument: 'BLOCK'" at every tuning
+    ([cube.Config(BLOCK=64), cube.Config(PLUS_ONE=True)], add_kernel, "leaves BLOCK unset"),
+    # before: the config list's checksum held the object's address, so every process tuned
+    # again and the cached results were never found
+    ([cube.Config(BLOCK=128), cube.Config(BLOCK=64, mode=_Mode())], _add_with_mode,
+     "whose repr differs in every process"),
+])
+def test_configs_no_launch_could_use_are_an_error_at_the_config(candidates, fn, words):
+    with pytest.raises(cube.CubeError) as info:
+        cube.autotune(configs=candidates, key=["x"] if fn is _add_with_mode else ["n"])(fn)
+    message = _points_at(info.value, "configs=candidates")
+    assert f"{candidates[1]!r}" in message  # the config at fault
+    assert words in message and "hint: " in message
+
+
+def _pick(kernel):
+    return kernel
+
+
+def test_a_function_in_a_config_is_keyed_by_its_name():
+    # a host function choosing among kernels by passing one: stable across processes
+    configs = [cube.Config(kernel=add_kernel), cube.Config(kernel=_pick)]
+    assert configs[1].as_json() == {"kernel": "<test_misuse._pick>"}
+    first, again = (cube.autotune(configs=configs, key=[])(lambda x, kernel=None: x)
+                    for _ in range(2))
+    assert first.checksum == again.checksum
+
+
+@pytest.mark.parametrize("options, snippet, words", [
+    # before: TypeError "<lambda>() takes 1 positional argument but 2 were given" from the
+    # tuner's lines at the first call
+    ({"prune": lambda configs: configs}, "prune=", "cannot be called as prune(configs, ctx)"),
+    ({"default": lambda: ADD_CONFIGS[0]}, "default=", "cannot be called as default(ctx)"),
+    ({"prune": ADD_CONFIGS}, "prune=", "is not a function"),
+    ({"key": {"n": lambda: 1024}}, "key=", "bucket of key 'n' (<lambda>) cannot be called"),
+])
+def test_hooks_that_cannot_be_called_are_an_error_at_the_decorator(options, snippet, words):
+    with pytest.raises(cube.CubeError, match=re.escape(words)) as info:
+        cube.autotune(**{"configs": ADD_CONFIGS, "key": ["n"], **options})(add_kernel)
+    message = str(info.value)
+    assert message.startswith(f"{__file__}:") and "hint: " in message
+    assert "cubepy/autotune" not in message
+
+
+def test_a_builtin_without_a_signature_is_an_error_at_the_decorator():
+    # before: ValueError: no signature found for builtin type <class 'int'>, from inspect
+    with pytest.raises(cube.CubeError, match="whose parameters Python cannot read") as info:
+        cube.autotune(configs=ADD_CONFIGS, key=[])(int)
+    _points_at(info.value, "cube.autotune(configs=ADD_CONFIGS, key=[])(int)")
+
+
+def _bucket_that_raises(n):
+    raise RuntimeError(f"no bucket for {n}")
+
+
+def _prune_that_raises(configs, ctx):
+    return [c for c in configs if c.kwargs["BLOCKS"]]  # a misspelt name
+
+
+@pytest.mark.parametrize("options, error, note", [
+    ({"key": {"n": _bucket_that_raises}}, RuntimeError,
+     "raised by the bucket function of key 'n' for 100"),
+    ({"prune": _prune_that_raises}, KeyError, "raised by its prune hook for n=128 on cpu"),
+])
+def test_a_hook_that_raises_is_let_through_with_a_note(options, error, note):
+    # before: a bare KeyError from inside the tuner, with nothing to say whose hook it was
+    x, y, out = add_inputs(100)
+    with pytest.raises(error) as info:
+        cube.autotune(**{"configs": ADD_CONFIGS, "key": ["n"], **options})(add_kernel)[(2,)](
+            x, y, out, 100)
+    assert any(n.startswith("autotune autotune_kernels.add_kernel: ") and n.endswith(note)
+               for n in getattr(info.value, "__notes__", [note]))
+    frames = [f.name for f in info.traceback]
+    assert frames[-1] in ("_bucket_that_raises", "_prune_that_raises", "<listcomp>")
+
+
+@pytest.mark.parametrize("bucket, expected", [
+    (lambda n: np.int64(2048), 2048),  # before: TypeError "int64 is not JSON serializable"
+    (lambda n: "big" if n > 50 else "small", "big"),
+])
+def test_bucket_results_that_are_json_data(bucket, expected):
+    tuned = cube.autotune(configs=ADD_CONFIGS, key={"n": bucket})(add_kernel)
+    x, y, out = add_inputs(100)
+    tuned[lambda meta: (cube.cdiv(100, meta["BLOCK"]),)](x, y, out, 100)
+    np.testing.assert_array_equal(out, x + y)
+    assert tuned.last_key.as_json()["sizes"] == {"n": expected}
+
+
+def test_bucket_that_returns_an_object_points_at_the_bucket():
+    def bucket(n):
+        return object()
+
+    x, y, out = add_inputs(100)
+    with pytest.raises(cube.CubeError, match="returned <object object at 0x") as info:
+        cube.autotune(configs=ADD_CONFIGS, key={"n": bucket})(add_kernel)[(2,)](x, y, out, 100)
+    _points_at(info.value, "def bucket(n):")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import json
 import statistics
-import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -228,27 +226,6 @@ def test_misuse_is_reported():
         make_add()[(1,)](x, y, out, 10, BLOCK=64)
 
 
-def test_progress_goes_to_stderr_after_the_threshold(capsys):
-    clock = iter([0.0, 0.5, 2.0, 2.2, 3.5, 4.0]).__next__
-    progress = bench.Progress("add", "n=1024", total=3, threshold=1.0, clock=clock)
-    progress.update("checked 1/3")  # 0.5 s: quiet
-    progress.update("checked 2/3")  # 2.0 s: printed
-    progress.update("checked 3/3")  # 2.2 s: too soon after the last line
-    progress.update("timing round 1/10, 3 left, best so far Config(BLOCK=64) 0.1 ms")
-    progress.finish("Config(BLOCK=64) 0.1 ms")
-    err = capsys.readouterr().err.splitlines()
-    assert err == [
-        "cubepy.autotune: tuning add (n=1024), 3 candidates: checked 2/3",
-        "cubepy.autotune: tuning add (n=1024), 3 candidates: timing round 1/10, 3 left, "
-        "best so far Config(BLOCK=64) 0.1 ms",
-        "cubepy.autotune: tuning add (n=1024), 3 candidates: done in 4.0 s, best "
-        "Config(BLOCK=64) 0.1 ms",
-    ]
-    quiet = bench.Progress("add", "n", total=1, stream=io.StringIO())
-    quiet.finish("x")
-    assert quiet.stream.getvalue() == "" and sys.stderr is not None
-
-
 def test_compare_tolerances():
     ref = {"out": np.linspace(0, 100, 50, dtype=np.float32)}
     assert bench.compare(ref, {"out": ref["out"] * (1 + 1e-6)}) is None
@@ -414,3 +391,80 @@ def test_a_lone_contender_is_not_timed_again():
                                     bench.Snapshot({}), clock, warmup=0, max_seconds=60.0)
     assert clock.settled == [] and first.status == "ok"
     assert second.status == "dropped"  # 2x the leader: dropped in the first rounds
+
+
+def _count_positive(x, BLOCK=64, OFF_BY_ONE=False):
+    """A host function returning a number: how many elements of x are positive."""
+    return int(np.count_nonzero(x > 0)) + int(OFF_BY_ONE)
+
+
+@pytest.mark.parametrize("returns", [lambda n: n, lambda n: (np.float32(n), np.zeros(2))])
+def test_a_host_function_returning_numbers_is_checked(cache_dir, returns):
+    # before: only arrays were compared, and a candidate returning a wrong count could win
+    def host(x, BLOCK=64, OFF_BY_ONE=False):
+        return returns(_count_positive(x, BLOCK, OFF_BY_ONE))
+
+    configs = [cube.Config(BLOCK=64), cube.Config(BLOCK=128, OFF_BY_ONE=True)]
+    tuned = cube.autotune(configs=configs, key=["x"])(host)
+    x = np.linspace(-1, 1, 101)
+    with pytest.warns(AutotuneWarning, match=r"discarded Config\(BLOCK=128, OFF_BY_ONE=True\): "
+                      r"output differs .*'<return 0>': 1 of 1 elements differ \(max abs diff 1"):
+        result = tuned(x)
+    assert np.asarray(returns(50) if not isinstance(result, tuple) else result[0]) == 50
+    assert tuned.last_config == configs[0] and tuned.stats.rejected == 1
+
+
+@pytest.mark.parametrize("prune", [None, lambda configs, ctx: configs + configs[::-1]])
+def test_a_config_listed_twice_is_timed_once(cache_dir, prune):
+    # kernels/matmul.py's list holds two configs twice; each was checked and timed twice
+    configs = [ADD_CONFIGS[0], ADD_CONFIGS[1], cube.Config(BLOCK=64)]
+    runs: list[int] = []
+
+    def host(x, y, BLOCK=64):
+        runs.append(BLOCK)
+        out = np.zeros_like(x)
+        add_kernel[(cube.cdiv(x.size, BLOCK),)](x, y, out, x.size, BLOCK=BLOCK)
+        return out
+
+    tuned = cube.autotune(configs=configs, key=["x"], prune=prune)(host)
+    x, y, _ = add_inputs(1000)
+    np.testing.assert_array_equal(tuned(x, y), x + y)
+    (entry,) = _entries(cache_dir)
+    assert [t["index"] for t in entry["timings"]] == [0, 1, 2]
+    assert entry["timings"][2]["status"] == "duplicate" and entry["best_index"] in (0, 1)
+    assert entry["timings"][2]["detail"] == "the same config as #0"
+    assert tuned.stats.benchmark_runs == len(runs) - 1  # the last run is the call's own
+    assert runs.count(64) > 1 and runs.count(128) > 1
+
+
+def _fails_for_each_config(x, BLOCK=64):
+    raise RuntimeError(f"no kernel for BLOCK={BLOCK}")
+
+
+def test_every_config_failing_its_own_way_says_so(cache_dir):
+    tuned = cube.autotune(configs=ADD_CONFIGS, key=["x"])(_fails_for_each_config)
+    with pytest.warns(AutotuneWarning) as caught, pytest.raises(RuntimeError) as info:
+        tuned(np.ones(4))
+    assert [str(w.message).split("discarded ")[1] for w in caught] == [
+        f"{c}: RuntimeError: no kernel for BLOCK={c.kwargs['BLOCK']}" for c in ADD_CONFIGS]
+    assert str(info.value) == "no kernel for BLOCK=64"
+    assert info.value.__notes__ == [
+        "autotune test_tuner._fails_for_each_config (x=[4], x:float64/c): every config failed "
+        "(see the warnings above); this error is Config(BLOCK=64)'s"]
+    assert _entries(cache_dir) == []  # nothing to keep
+
+
+@pytest.mark.parametrize("value, tunings, defaults", [
+    ("0", 0, 1), ("off", 0, 1), ("1", 1, 0), (" TRUE ", 1, 0), ("garbage", None, None)])
+def test_autotune_setting_values(cache_dir, monkeypatch, value, tunings, defaults):
+    monkeypatch.setenv("CUBEPY_AUTOTUNE", value)
+    tuned = make_add()
+    if tunings is None:  # a typo is an error naming the variable, not silently "on"
+        with pytest.raises(ValueError, match="CUBEPY_AUTOTUNE='garbage': expected 0 or 1"):
+            config.reload()
+            run_add(tuned, 1000)
+        return
+    config.reload()
+    run_add(tuned, 1000)
+    assert (tuned.stats.tunings, tuned.stats.defaults) == (tunings, defaults)
+    assert len(_entries(cache_dir)) == tunings  # with tuning off nothing is written

@@ -177,3 +177,42 @@ def test_pow_of_whole_numbers_is_exact(target, rng, dtype):
     exact = (np.abs(base) ** np.abs(expo) < 2**24) & (expo >= 0) | (np.abs(base) == 2)
     assert_same(outs[0][exact], want[exact])
     assert_close(outs[0], want)
+
+
+@cube.kernel
+def pow_int_tile_kernel(x, k, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    cube.store(out + offs, cube.load(x + offs, mask=mask) ** cube.load(k + offs, mask=mask),
+               mask=mask)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_of_an_int_tile(target, rng, dtype):
+    """``x ** k`` for an int32 tile ``k`` (converted to x's dtype, as np.power does). On cpu
+    it crashed the process: under fastmath LLVM rewrote pow(x, float(k)) into its powi
+    intrinsic, whose library call Numba's JIT left unresolved."""
+    x = rng.uniform(0.5, 2.0, 300).astype(dtype)
+    k = rng.integers(-6, 7, 300).astype(np.int32)
+    out = poison(300, dtype)
+    grid = (cdiv(300, BLOCK),)
+    if run_or_expect_unsupported(target, [dtype], lambda: pow_int_tile_kernel[grid](
+            x, k, out, 300, BLOCK=BLOCK, target=target)):
+        assert_close(out, np.power(x.astype(np.float64), k))
+
+
+@cube.kernel
+def negative_zero_fill_kernel(x, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    cube.store(out + offs, cube.load(x + offs, mask=offs < n, other=-0.0))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_masked_load_fills_negative_zero(target, dtype):
+    """``other=-0.0`` fills with -0.0 (Triton's interpreter widens bfloat16 loads and took any
+    zero ``other`` for the +0.0 fill it already had)."""
+    x = np.ones(BLOCK, np_dtype(dtype))
+    out = poison(BLOCK, dtype)
+    if run_or_expect_unsupported(target, [dtype], lambda: negative_zero_fill_kernel[(1,)](
+            x, out, 5, BLOCK=BLOCK, target=target)):
+        assert np.all(out[:5] == 1) and np.all(out[5:] == 0) and np.all(np.signbit(out[5:]))

@@ -319,6 +319,46 @@ def test_argmax_1d_per_cube(target, rng):
     assert_close(out, np.array(expected, dtype=np.int32))
 
 
+@cube.kernel
+def bool_args_kernel(x, amax, amin, M, N, BM: cube.Comptime[int], BN: cube.Comptime[int]):
+    rows = cube.arange(0, BM)
+    cols = cube.arange(0, BN)
+    inside = (rows[:, None] < M) & (cols[None, :] < N)
+    v = cube.load(x + rows[:, None] * N + cols[None, :], mask=inside, other=0) > 0
+    cube.store(amax + rows, cube.argmax(v, axis=1), mask=rows < M)
+    cube.store(amin + cols, cube.argmin(v | ~inside, axis=0), mask=cols < N)
+
+
+def test_argmax_and_argmin_of_bools(target, rng):
+    """True beats False, ties (an all-False row) take the first index, as NumPy's. WGSL has
+    no order on bools: its reductions once compared them with `<` and failed to compile."""
+    M, N = 20, 27
+    x = (rng.random((M, N)) < 0.1).astype(np.int32)
+    x[3] = 0
+    amax, amin = poison(M, "int32"), poison(N, "int32")
+    bool_args_kernel[(1,)](x, amax, amin, M, N, BM=32, BN=32, target=target)
+    assert_close(amax, np.argmax(x > 0, axis=1).astype(np.int32))
+    assert_close(amin, np.argmin(x > 0, axis=0).astype(np.int32))
+
+
+@cube.kernel
+def negated_max_kernel(x, out, M, N, BM: cube.Comptime[int], BN: cube.Comptime[int]):
+    rows = cube.arange(0, BM)
+    cols = cube.arange(0, BN)
+    inside = (rows[:, None] < M) & (cols[None, :] < N)
+    v = cube.load(x + rows[:, None] * N + cols[None, :], mask=inside, other=0)
+    cube.store(out + cols, cube.max(-v, axis=0), mask=cols < N)
+
+
+def test_max_of_negated_uint32(target, rng):
+    """-x on uint32 wraps around, as NumPy's (WGSL has no unary minus on u32)."""
+    x = rng.integers(0, 2**32, (5, 7), dtype=np.uint32)
+    x[:, 0] = 0
+    out = poison(7, "uint32")
+    negated_max_kernel[(1,)](x, out, 5, 7, BM=8, BN=8, target=target)
+    assert_close(out, np.max(-x, axis=0))
+
+
 # ---------------------------------------------------------------- cumsum
 
 

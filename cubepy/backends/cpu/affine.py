@@ -58,9 +58,12 @@ def term(x: int | Term) -> Term:
 class AffineAnalysis:
     """Affine forms of the integer and pointer values of a function."""
 
-    def __init__(self, fn: Function, name_of):
+    def __init__(self, fn: Function, name_of, uniform: bool = False):
+        """``uniform``: a one-element tile is a scalar term too (the lane loops' emitter
+        names it as a scalar variable; the tile form names an array)."""
         self.forms: dict[int, Affine] = {}
         self.name_of = name_of
+        self.uniform = uniform
         for value in fn.args:
             if value.type.is_ptr:
                 self.forms[value.id] = Affine((("0"), frozenset()), ())
@@ -69,7 +72,8 @@ class AffineAnalysis:
     def _scalar(self, value: Value) -> Affine | None:
         if value.id in self.forms:
             return self.forms[value.id]
-        if value.type.is_scalar and (value.type.dtype.is_int or value.type.is_ptr):
+        one = value.type.is_scalar or (self.uniform and value.type.numel == 1)
+        if one and (value.type.dtype.is_int or value.type.is_ptr):
             t = _scalar_term(value, self.name_of(value))
             return Affine(term(t), ())
         return None

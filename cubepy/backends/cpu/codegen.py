@@ -18,7 +18,7 @@ from ..base import shift_in_range
 from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access
 from .dots import DotAccumulation
-from .registers import HALF, reg
+from .registers import HALF, literal, reg
 
 # LLVM may reassociate (vectorized reductions) and contract to fma, but never assume there
 # are no NaNs or infinities: masked loads fill with -inf on purpose.
@@ -34,24 +34,6 @@ NUMPY_UNARY = {
     Op.EXP2: "np.exp2", Op.LOG: "np.log", Op.LOG2: "np.log2", Op.SQRT: "np.sqrt",
     Op.SIN: "np.sin", Op.COS: "np.cos", Op.TANH: "np.tanh",
 }
-
-
-def literal(value: object, dtype: dt.DType) -> str:
-    if dtype.is_bool:
-        return f"np.bool_({bool(value)})"
-    if dtype.is_float:
-        v = float(value)
-        if math.isnan(v):
-            text = "np.nan"
-        elif math.isinf(v):
-            text = "np.inf" if v > 0 else "-np.inf"
-        else:
-            text = repr(v)
-        if dtype.name in HALF:
-            rounder = "round_f16_s" if dtype.name == "float16" else "round_bf16_s"
-            return f"{rounder}(np.float32({text}))"
-        return f"{reg(dtype)}({text})"
-    return f"{reg(dtype)}({int(value)})"
 
 
 def _narrow_int(dtype: dt.DType) -> bool:
@@ -137,16 +119,23 @@ class CpuEmitter(DotAccumulation, PyEmitter):
     no temporary arrays (DESIGN: elementwise chains are computed where they are used).
     """
 
+    uniform_terms = False  # see AffineAnalysis
+
     def __init__(self, fn: Function):
         super().__init__(fn)
         self.arg_names = [self.fresh("a_" + n) for n in fn.arg_names]
         for value, name in zip(fn.args, self.arg_names):
             self.alias(value, name)
+        for op in walk(fn.body):  # named before the affine forms spell them
+            if op.op in (Op.CUBE_POS, Op.CUBE_COUNT):
+                self.alias(op.result, f"{op.op.value}{op.attrs['axis']}")
         self.inlinable = single_uses(fn)
         self.deferred: dict[int, str] = {}
-        self.affine = AffineAnalysis(fn, self.name)
+        self.affine = AffineAnalysis(fn, self.name, self.uniform_terms)
         self.needed = needed_values(fn, self.affine)
         self.init_dot_accumulation(fn)
+        # lines run once per call, before its loop over cubes (buffers every cube reuses)
+        self.before_cubes: list[str] = []
 
     def n(self, v: Value) -> str:
         return self.deferred.get(v.id) or self.name(v)
@@ -201,6 +190,7 @@ class CpuEmitter(DotAccumulation, PyEmitter):
             f"@njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, "
             f"fastmath={FASTMATH_TEXT})",
             f"def {fn.name}_grid(start, stop, g0, g1, g2{', ' if args else ''}{args}):",
+            *self.before_cubes,
             "    for p in range(start, stop):",
         ]
         return "\n".join(head + self.lines + [""])
@@ -312,6 +302,9 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         if op.op in (Op.SHL, Op.SHR) and not shift_in_range(op):
             self.set(op, self._guarded_shift(op))
             return
+        if op.op is Op.POW and op.result.type.dtype.is_float:
+            self.set(op, f"fpow({self.n(a)}, {self.n(b)})")  # see helpers.fpow
+            return
         self.set(op, f"{self.n(a)} {sym} {self.n(b)}")
 
     def _guarded_shift(self, op: Operation) -> str:
@@ -363,12 +356,14 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         arr, res = self._array(ptr), self.n(op.result)
         conv = {"float16": "f16_to_f32", "bfloat16": "bf16_to_f32"}.get(dtype.name)
         if ptr.type.is_scalar:
-            raw = f"{arr}[{self.n(ptr)}]"
+            raw = f"{arr}[{self.index(ptr)}]"
             value = f"{conv}_s({raw})" if conv else f"{reg(dtype)}({raw})"
             if mask is None:
                 self.line(f"{res} = {value}")
             else:
-                fallback = self.n(other) if other is not None else literal(0, dtype)
+                # a zero `other` may go unrendered (row-wise loads need none)
+                fallback = literal(0, dtype) if other is None or _is_zero(other) else \
+                    self.n(other)
                 self.line(f"{res} = {value} if {self.n(mask)} else {fallback}")
             return
         rows = self._rows(ptr)
@@ -383,6 +378,10 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         self.line(f"{res} = {conv}_t({raw})" if conv else f"{res} = {raw}")
         if other is not None and not _is_zero(other):  # load_t already gives 0 off-mask
             self.line(f"{res} = np.where({self.n(mask)}, {res}, {self.n(other)})")
+
+    def index(self, ptr: Value) -> str:
+        """The element a scalar pointer addresses (the lane emitter's may be affine)."""
+        return self.n(ptr)
 
     def _rows(self, ptr: Value) -> str | None:
         """``base, row_stride, m, n`` of a pointer tile addressing contiguous rows."""
@@ -411,7 +410,7 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         arr, stored = self._array(ptr), self._storage(value, ptr.type.dtype)
         if ptr.type.is_scalar:
             guard = f"if {self.n(mask)}: " if mask is not None else ""
-            self.line(f"{guard}{arr}[{self.n(ptr)}] = {stored}")
+            self.line(f"{guard}{arr}[{self.index(ptr)}] = {stored}")
         elif self._rows(ptr) is not None:
             vals = stored if value.type.shape else \
                 f"np.full({ptr.type.shape}, {stored}, {self._storage_dtype(ptr.type.dtype)})"

@@ -305,5 +305,12 @@ def round_bf16_s(x):
     return bf16_to_f32_s(f32_to_bf16_s(x))
 
 
+def fpow(a, b):
+    # Compiled without fastmath's `afn` (namespace.EXACT): with it LLVM turns pow(x, float(n))
+    # of an int n into its powi intrinsic, whose library call Numba's JIT leaves unresolved,
+    # and the kernel crashed (SIGSEGV) on `x ** k` for an int tile k.
+    return a ** b
+
+
 NAMES = [name for name, obj in list(globals().items())
          if callable(obj) and getattr(obj, "__module__", None) == __name__]

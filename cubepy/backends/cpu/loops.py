@@ -1,27 +1,31 @@
-"""Kernels on 1-D tiles as scalar loops over lanes (the ``cpu`` target's fast path).
+"""Kernels on tiles of one lane axis as scalar loops over lanes (the ``cpu`` target's fast
+path).
 
-A kernel whose tiles all have one 1-D shape ``(B,)`` and whose tile ops are elementwise,
-reductions to a scalar, or ``cumsum`` (no ``dot``, layout changes or tile atomics) is emitted
-as runs of lane loops instead of NumPy operations on whole tiles::
+A kernel whose tiles all hold either ``B`` lanes along one axis (``(B,)``, ``(1, B)``,
+``(B, 1)``) or a single element, and whose tile ops are elementwise, layout changes among
+those shapes, reductions or ``cumsum`` (no ``dot``, no tile atomics), is emitted as runs of
+lane loops instead of NumPy operations on whole tiles::
 
-    m = 0                                   # a segment: tile ops up to a reduction
+    m = 0                                   # a segment: tile ops up to a reduction's use
     for lane in range(B):
         x[lane] = load(...)                 # x is used by a later segment: kept in an array
-        if lane == 0 or x[lane] > m: m = x[lane]
-    s = 0
+        if x[lane] > m or x[lane] != x[lane]: m = x[lane]
     for lane in range(B):                   # the next segment
-        e = exp(x[lane] - m)                # used only here: a scalar
-        ...
+        e[lane] = exp(x[lane] - m)          # summed: kept in an array, then added as a tree
+    s = rsum(e)                             # 128 running sums then a tree, as the tile form
 
-A segment is a run of tile ops; it ends after a reduction (its result exists only once every
-lane is seen), before control flow, and before a scalar op with side effects (memory order is
-kept). A tile value used outside its segment (or carried by a loop, or yielded by an ``if``) is
-kept in an array; every other tile value is one lane's scalar. Numba compiles such loops
-several times faster than array expressions (an array expression costs ~1 s of LLVM time) and
-runs them without temporaries. Masked lanes neither load nor store, exactly as the tile form.
+A segment is a run of tile ops; it ends before an op that reads a reduction of its own, before
+control flow, and before a scalar op with side effects (memory order is kept). A tile value
+used outside its segment (or carried by a loop, or yielded by an ``if``) is kept in an array;
+every other tile value is one lane's scalar. Single-element tiles (a row index of a
+``(1, B)`` tile) are scalars computed once, outside the lane loops, and a reduction over an
+axis of size 1 is the identity. Numba compiles such loops several times faster than array
+expressions (an array expression costs ~1 s of LLVM time) and runs them without temporaries:
+a reduction's rows run at NumPy's speed rather than ~10x slower (BENCHMARKS.md, "burn Cpu
+reductions vs NumPy"). Masked lanes neither load nor store, exactly as the tile form.
 
 Example:
-    >>> loop_width(fn)  # 1024 for softmax with BLOCK=1024; None for a matmul  # doctest: +SKIP
+    >>> loop_width(fn)  # 1024 for a (1, 1024) softmax tile; None for a matmul  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -40,8 +44,17 @@ ELEMENTWISE = frozenset({
     Op.PTR_ADD, Op.LOAD, Op.STORE, *BINARY_PY, *NUMPY_UNARY,
 })
 REDUCTIONS = frozenset({Op.REDUCE, Op.ARGREDUCE})
-LANE_OPS = ELEMENTWISE | REDUCTIONS | {Op.SCAN}
+# among (B,), (1, B), (B, 1), ... a reshape keeps every lane where it was
+LAYOUT = frozenset({Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
+LANE_OPS = ELEMENTWISE | REDUCTIONS | LAYOUT | {Op.SCAN}
 SCALAR_ONLY = frozenset({Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT})
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _is_tile_op(op: Operation) -> bool:
@@ -65,27 +78,44 @@ def loop_width(fn: Function) -> int | None:
             shapes.update(v.type.shape for v in (*op.results, *op.operands)
                           if not v.type.is_scalar)
     shapes.update(a.type.shape for a in _block_args(fn) if not a.type.is_scalar)
-    if len(shapes) != 1:
+    sizes = {_numel(s) for s in shapes}
+    width = max(sizes, default=0)
+    # every tile is B lanes along one axis or a single element ((2, B/2) is neither)
+    if not shapes or sizes - {1, width} or any(_numel(s) > 1 and width not in s
+                                               for s in shapes):
         return None
-    (shape,) = shapes
-    return shape[0] if len(shape) == 1 else None
+    return width
 
 
 class LoopEmitter(CpuEmitter):
     """``CpuEmitter`` for a kernel that ``loop_width`` accepts (see the module docstring)."""
 
     def __init__(self, fn: Function, width: int):
-        self.tile_ops = {id(op) for op in walk(fn.body)
-                         if _is_tile_op(op) and op.op not in CONTROL and op.op is not Op.YIELD}
-        tiles = {v.id for op in walk(fn.body) for v in op.results if not v.type.is_scalar}
-        tile_args = {a.id for a in _block_args(fn) if not a.type.is_scalar}
-        for op in walk(fn.body):  # from here on, every tile is typed as one lane's scalar
+        ops = list(walk(fn.body))
+        self.lanes = {v.id for op in ops for v in op.results if _numel(v.type.shape) > 1}
+        self.lanes |= {a.id for a in _block_args(fn) if _numel(a.type.shape) > 1}
+        self.tile_ops = {id(op) for op in ops if op.op not in CONTROL and op.op is not Op.YIELD
+                         and any(v.id in self.lanes for v in (*op.results, *op.operands))}
+        # reductions across the lanes (not over a size-1 axis, which keeps every lane)
+        self.across = {id(op) for op in ops if op.op in REDUCTIONS and op.operands[0].id in
+                       self.lanes and op.results[0].id not in self.lanes}
+        self.across |= {id(op) for op in ops if op.op is Op.SCAN and
+                        op.operands[0].type.shape[op.attrs["axis"]] > 1}
+        # float sums add their lanes as the tile form's rsum does (accuracy unoptimized)
+        self.tree_sums = {id(op) for op in ops if id(op) in self.across and op.op is Op.REDUCE
+                          and op.attrs["kind"] == "sum" and op.results[0].type.dtype.is_float}
+        summed = {op.operands[0].id for op in ops if id(op) in self.tree_sums}
+        tile_args = {a.id for a in _block_args(fn) if a.id in self.lanes}
+        # where each pointer tile's lanes lie (the axis of size `width`), for `index`
+        self.lane_axis = {v.id: v.type.shape.index(width) for op in ops for v in op.results
+                          if v.type.is_ptr and v.id in self.lanes}
+        super().__init__(fn)  # the affine forms of the tiles as they are
+        for op in ops:  # from here on, every tile is typed as one lane's scalar
             for v in op.results:
                 v.type = v.type.scalar()
             for region in op.regions:
                 for a in region.args:
                     a.type = a.type.scalar()
-        super().__init__(fn)
         self.width = width
         self.lane = self.fresh("lane")
         self.in_segment = False
@@ -93,22 +123,26 @@ class LoopEmitter(CpuEmitter):
         self.segment_of: dict[int, int] = {}
         self._segments = count()
         self._plan(fn.body)
-        self.arrays = tile_args | self._crossing(fn, tiles)
+        self.arrays = tile_args | summed | self._crossing(fn, self.lanes)
 
     # ---- planning ----
 
     def _plan(self, block: Block) -> None:
         items: list[tuple[str, object]] = []
         current: list[Operation] = []
+        pending: set[int] = set()  # reductions of the current segment, known after its loop
 
         def flush() -> None:
             if current:
                 items.append(("segment", list(current)))
                 current.clear()
+            pending.clear()
 
         for op in block.ops:
             if op.op is Op.YIELD:
                 continue
+            if any(v.id in pending for v in op.operands):
+                flush()
             if op.op in CONTROL:
                 flush()
                 items.append(("op", op))
@@ -119,8 +153,8 @@ class LoopEmitter(CpuEmitter):
                     number = next(self._segments)
                 self.segment_of[id(op)] = number
                 current.append(op)
-                if op.op in REDUCTIONS:
-                    flush()
+                if id(op) in self.across and op.op is not Op.SCAN:
+                    pending.update(r.id for r in op.results)
             else:
                 if op.op in NOT_PURE:
                     flush()  # keep its order with the segment's loads and stores
@@ -142,8 +176,24 @@ class LoopEmitter(CpuEmitter):
 
     # ---- emission ----
 
+    uniform_terms = True  # one-element tiles are scalar variables here
+
     def needs_erf_ufunc(self) -> bool:
         return False  # lanes call the scalar erf
+
+    def index(self, ptr: Value) -> str:
+        # An affine pointer tile is addressed in int64 from its form: consecutive lanes read
+        # consecutive elements, which LLVM vectorizes (the int32 offsets the IR computes, each
+        # wrapped, it could only gather). Row-wise loads of the tile form do the same.
+        form = self.affine.forms.get(ptr.id)
+        if form is None:
+            return self.n(ptr)
+        base = f"np.int64({form.base[0]})"
+        if ptr.id not in self.lane_axis:
+            return base
+        stride = form.strides[self.lane_axis[ptr.id]]
+        stride_text = stride if isinstance(stride, int) else f"np.int64({stride[0]})"
+        return f"{base} + {self.lane}_raw * {stride_text}"
 
     def n(self, v: Value) -> str:
         name = super().n(v)
@@ -154,28 +204,40 @@ class LoopEmitter(CpuEmitter):
     def block(self, block: Block) -> None:  # type: ignore[override]
         for kind, item in self.plans[id(block)]:
             if kind == "segment":
-                self._segment(item)  # type: ignore[arg-type]
+                self._segment(item, block is self.fn.body)  # type: ignore[arg-type]
             else:
                 self.emit(item)  # type: ignore[arg-type]
 
-    def _segment(self, ops: list[Operation]) -> None:
+    def _segment(self, ops: list[Operation], top: bool) -> None:
         for op in ops:
             for v in op.results:
                 if v.id in self.arrays:  # pointers are int64 element offsets
                     dtype = "np.int64" if v.type.is_ptr else reg(v.type.dtype)
-                    self.line(f"{self.name(v)} = np.empty({self.width}, {dtype})")
-            if op.op in REDUCTIONS or op.op is Op.SCAN:
+                    allocation = f"{self.name(v)} = np.empty({self.width}, {dtype})"
+                    if top:  # written once per cube before any read: one buffer serves all
+                        self.before_cubes.append(self.indent_unit + allocation)
+                    else:
+                        self.line(allocation)
+            if id(op) in self.across and id(op) not in self.tree_sums:
                 self._accumulator_init(op)
+        looped = [op for op in ops if id(op) not in self.tree_sums]
         self.last_line = None
-        self.line(f"for {self.lane}_raw in range({self.width}):")
-        self.depth += 1
-        self.in_segment = True
-        self.line(f"{self.lane} = np.int32({self.lane}_raw)")
+        if looped:
+            self.line(f"for {self.lane}_raw in range({self.width}):")
+            self.depth += 1
+            self.in_segment = True
+            self.line(f"{self.lane} = np.int32({self.lane}_raw)")
+            for op in looped:
+                self.source_comment(op)
+                self.render(op)
+            self.in_segment = False
+            self.depth -= 1
         for op in ops:
-            self.source_comment(op)
-            self.render(op)
-        self.in_segment = False
-        self.depth -= 1
+            if id(op) in self.tree_sums:
+                self.source_comment(op)
+                dtype = reg(op.result.type.dtype)
+                self.line(f"{self.n(op.result)} = {dtype}(rsum({self.n(op.operands[0])}"
+                          f".reshape((1, {self.width})), {dtype})[0])")
         self.last_line = None
 
     def _accumulator_init(self, op: Operation) -> None:
@@ -195,15 +257,25 @@ class LoopEmitter(CpuEmitter):
 
     def render(self, op: Operation) -> None:
         kind = op.op
+        if kind not in NOT_PURE and op.results and not any(r.id in self.needed
+                                                            for r in op.results):
+            return  # a pointer tile that loads and stores address by its affine form
         if kind is Op.ARANGE:
-            self.line(f"{self.n(op.result)} = np.int32({self.lane} + {op.attrs['start']})")
+            lane = self.lane if op.result.id in self.lanes else "0"
+            self.line(f"{self.n(op.result)} = np.int32({lane} + {op.attrs['start']})")
         elif kind in (Op.FULL, Op.BROADCAST):
-            self.line(f"{self.n(op.result)} = {reg(op.result.type.dtype)}"
-                      f"({self.n(op.operands[0])})")
+            # pointers are int64 element offsets, not values of their dtype
+            dtype = "np.int64" if op.result.type.is_ptr else reg(op.result.type.dtype)
+            self.line(f"{self.n(op.result)} = {dtype}({self.n(op.operands[0])})")
+        elif kind in LAYOUT:
+            self.set(op, self.n(op.operands[0]))
         elif kind is Op.ERF:
             self.set(op, f"erf_scalar({self.n(op.operands[0])})")
         elif kind in REDUCTIONS or kind is Op.SCAN:
-            self._lane_reduction(op)
+            if id(op) in self.across:
+                self._lane_reduction(op)
+            else:  # over one element: the element (argmax/argmin: its index, 0)
+                self.set(op, "0" if kind is Op.ARGREDUCE else self.n(op.operands[0]))
         else:
             super().render(op)
 

@@ -16,6 +16,9 @@ from . import atomics, helpers
 CALLEE_ONLY = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 NUMBA_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True,
                  "fastmath": {"reassoc", "contract", "arcp", "nsz", "afn"}, **CALLEE_ONLY}
+# Helpers compiled without `afn` (approximate functions): its flag is per instruction, so it
+# stays off inside them when LLVM inlines them into a kernel (see helpers.fpow).
+EXACT = {"fpow"}
 
 
 def _identity_njit(*args: Any, **kwargs: Any) -> Any:
@@ -31,11 +34,12 @@ def _namespace(jit: bool) -> dict[str, Any]:
         from numba import njit, prange
 
         wrap = njit(**NUMBA_OPTIONS)
+        wrap_exact = njit(**{**NUMBA_OPTIONS, "fastmath": NUMBA_OPTIONS["fastmath"] - {"afn"}})
         ns["njit"], ns["prange"] = njit, prange
         rmw, cas = atomics.numba_rmw, atomics.numba_cas()
         compile_closure = njit(error_model="numpy", nogil=True, **CALLEE_ONLY)
     else:
-        wrap = _identity_njit
+        wrap = wrap_exact = _identity_njit
         ns["njit"], ns["prange"] = _identity_njit, range
         rmw, cas = atomics.py_rmw, atomics.py_cas
         compile_closure = _identity_njit
@@ -46,7 +50,7 @@ def _namespace(jit: bool) -> dict[str, Any]:
         fn = getattr(helpers, name)
         if jit:
             fn = types.FunctionType(fn.__code__, helper_globals, name)
-        ns[name] = helper_globals[name] = wrap(fn)
+        ns[name] = helper_globals[name] = (wrap_exact if name in EXACT else wrap)(fn)
     for kind in atomics.OPS:
         scalar = rmw(kind)
         ns[f"atomic_{kind}_s"] = scalar

@@ -105,8 +105,10 @@ def _is_atom(text: str) -> bool:
 
 
 def _zero_const(value: Value) -> bool:
+    """A constant +0 (not -0.0: a masked load's zero fill is +0.0)."""
     owner = value.owner
-    return owner is not None and owner.op is Op.CONST and owner.attrs["value"] == 0
+    return (owner is not None and owner.op is Op.CONST and owner.attrs["value"] == 0
+            and math.copysign(1.0, owner.attrs["value"]) > 0)
 
 
 class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):

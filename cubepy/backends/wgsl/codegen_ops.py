@@ -128,8 +128,8 @@ class OpsMixin:
             if dtype.is_float:  # NaN wins, as in NumPy (`==`: lavapipe folds NaN `!=`)
                 return f"select({a}, {b}, {b} {cmp} {a} || !({b} == {b}))"
             return f"{'max' if kind is Op.MAXIMUM else 'min'}({a}, {b})"
-        if kind is Op.NEG:
-            return f"(-{args[0]})"
+        if kind is Op.NEG:  # WGSL has no unary minus on u32: wrap around as NumPy does
+            return f"(0u - {args[0]})" if dtype.kind == "u" else f"(-{args[0]})"
         if kind is Op.NOT:
             return f"(!{args[0]})" if dtype.is_bool else f"(~{args[0]})"
         if kind is Op.ABS:

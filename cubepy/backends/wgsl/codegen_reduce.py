@@ -45,6 +45,8 @@ class ReduceMixin:
         without indices ``v`` comes later, so a tie keeps ``best``. NaN tests use ``==``:
         lavapipe folds a float ``!=`` on NaN to false."""
         cmp = ">" if base == "max" else "<"
+        if dtype.is_bool:  # WGSL orders no bools (and workgroup memory holds them as u32)
+            v, best = f"u32({v})", f"u32({best})"
         earlier = "" if i is None else f" || ({v} == {best} && {i} < {at})"
         if not dtype.is_float:
             return f"{v} {cmp} {best}{earlier}"

@@ -1,0 +1,319 @@
+"""Fused attention's backward pass: the gradients of Q, K and V, in cubepy.
+
+    python examples/flash_attention_backward.py [--target cpu|cpu:debug|triton|wgsl]
+                                                [--batch B --heads H --seq S --head-dim D]
+                                                [--causal] [--block-m M --block-n N]
+                                                [--dtypes float16,...]
+
+For ``out = softmax(S) V`` with ``S = Q K^T * scale`` (examples/flash_attention.py), and the
+gradient ``d_out`` of a loss with respect to ``out``:
+
+    P = softmax(S)   dV = P^T d_out   dP = d_out V^T   D = rowsum(d_out * out)
+    dS = P * (dP - D)   dQ = dS K * scale   dK = dS^T Q * scale
+
+As in the forward pass, the seq x seq matrices are never written to memory: each kernel
+recomputes P block by block from Q, K and the forward pass's per-row log-sum-exp (``lse``).
+Three kernels, none with atomics: ``row_dot_kernel`` computes D; ``key_grads_kernel`` gives
+one cube a block of keys and walks over the queries (dK and dV); ``query_grads_kernel`` gives
+one cube a block of queries and walks over the keys (dQ). P and dS are rounded to the inputs'
+dtype for the products, as on tensor cores; everything else is float32. Exits non-zero if a
+gradient differs from NumPy's (float64) by more than its rounding bound.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+import cubepy as cube
+
+try:
+    from . import common, flash_attention
+except ImportError:  # run as a script: python examples/flash_attention_backward.py
+    import common
+    import flash_attention
+
+LOG2_E = flash_attention.LOG2_E
+
+
+@cube.kernel
+def row_dot_kernel(out, d_out, delta, seq_q, HEAD_DIM: cube.Comptime[int],
+                   BLOCK_M: cube.Comptime[int]):
+    # delta[row] = sum(d_out[row] * out[row]) in float32; grid (query blocks, batch * heads).
+    rm = cube.cube_pos(0) * BLOCK_M + cube.arange(0, BLOCK_M)
+    rd = cube.arange(0, HEAD_DIM)
+    rows = cube.cube_pos(1) * seq_q + rm
+    at = rows[:, None] * HEAD_DIM + rd[None, :]
+    row_ok = rm[:, None] < seq_q
+    o = cube.load(out + at, mask=row_ok, other=0.0).to(cube.float32)
+    do = cube.load(d_out + at, mask=row_ok, other=0.0).to(cube.float32)
+    cube.store(delta + rows, cube.sum(o * do, axis=1), mask=rm < seq_q)
+
+
+@cube.func
+def query_rows(q, d_out, lse, delta, rm, rd, head, seq_q, HEAD_DIM: cube.Comptime[int]):
+    # Queries rm of one head: their Q and d_out rows, lse in log2 units, D, and which exist.
+    q_rows = head * seq_q + rm
+    row_ok = rm < seq_q
+    q_at = q_rows[:, None] * HEAD_DIM + rd[None, :]
+    q_tile = cube.load(q + q_at, mask=row_ok[:, None], other=0.0)
+    do_tile = cube.load(d_out + q_at, mask=row_ok[:, None], other=0.0)
+    lse2 = cube.load(lse + q_rows, mask=row_ok, other=0.0) * LOG2_E
+    delta_m = cube.load(delta + q_rows, mask=row_ok, other=0.0)
+    return q_tile, do_tile, lse2, delta_m, row_ok, q_at
+
+
+@cube.kernel
+def key_grads_kernel(q, k, v, d_out, lse, delta, dk, dv, seq_q, seq_k, scale,
+                     HEAD_DIM: cube.Comptime[int], BLOCK_KEPT: cube.Comptime[int],
+                     BLOCK_STEP: cube.Comptime[int], CAUSAL: cube.Comptime[bool]):
+    # Grid: (blocks of BLOCK_KEPT keys, batch * heads). The cube keeps its keys' dK and dV in
+    # registers and walks over the queries, BLOCK_STEP at a time. Every product is computed
+    # transposed, (keys, queries), so that P^T and dS^T need no transpose before they
+    # multiply d_out and Q.
+    head = cube.cube_pos(1)
+    rn = cube.cube_pos(0) * BLOCK_KEPT + cube.arange(0, BLOCK_KEPT)
+    rd = cube.arange(0, HEAD_DIM)
+    kv_at = (head * seq_k + rn)[:, None] * HEAD_DIM + rd[None, :]
+    key_ok = rn[:, None] < seq_k
+    k_tile = cube.load(k + kv_at, mask=key_ok, other=0.0)
+    v_tile = cube.load(v + kv_at, mask=key_ok, other=0.0)
+    qk_scale = scale * LOG2_E
+    dk_acc = cube.zeros((BLOCK_KEPT, HEAD_DIM), cube.float32)
+    dv_acc = cube.zeros((BLOCK_KEPT, HEAD_DIM), cube.float32)
+    first_query = 0
+    if CAUSAL:  # the queries before this block's first key see none of its keys
+        first_query = cube.cube_pos(0) * BLOCK_KEPT // BLOCK_STEP * BLOCK_STEP
+    for start_m in range(first_query, seq_q, BLOCK_STEP):
+        rm = start_m + cube.arange(0, BLOCK_STEP)
+        q_tile, do_tile, lse2, delta_m, row_ok, _ = query_rows(q, d_out, lse, delta, rm, rd,
+                                                               head, seq_q, HEAD_DIM)
+        visible = row_ok[None, :] & key_ok
+        if CAUSAL:
+            visible = visible & (rn[:, None] <= rm[None, :])
+        p_t = cube.exp2(cube.dot(k_tile, cube.trans(q_tile)) * qk_scale - lse2[None, :])
+        p_t = cube.where(visible, p_t, 0.0)
+        dv_acc = cube.dot(p_t.to(do_tile.dtype), do_tile, dv_acc)
+        dp_t = cube.dot(v_tile, cube.trans(do_tile))
+        ds_t = p_t * (dp_t - delta_m[None, :])
+        dk_acc = cube.dot(ds_t.to(q_tile.dtype), q_tile, dk_acc)
+    cube.store(dk + kv_at, dk_acc * scale, mask=key_ok)
+    cube.store(dv + kv_at, dv_acc, mask=key_ok)
+
+
+@cube.kernel
+def query_grads_kernel(q, k, v, d_out, lse, delta, dq, seq_q, seq_k, scale,
+                       HEAD_DIM: cube.Comptime[int], BLOCK_KEPT: cube.Comptime[int],
+                       BLOCK_STEP: cube.Comptime[int], CAUSAL: cube.Comptime[bool]):
+    # Grid: (blocks of BLOCK_KEPT queries, batch * heads); the cube walks over the keys its
+    # queries see, BLOCK_STEP at a time.
+    block_m = cube.cube_pos(0)
+    head = cube.cube_pos(1)
+    rm = block_m * BLOCK_KEPT + cube.arange(0, BLOCK_KEPT)
+    rd = cube.arange(0, HEAD_DIM)
+    q_tile, do_tile, lse2, delta_m, row_ok, q_at = query_rows(q, d_out, lse, delta, rm, rd,
+                                                              head, seq_q, HEAD_DIM)
+    qk_scale = scale * LOG2_E
+    dq_acc = cube.zeros((BLOCK_KEPT, HEAD_DIM), cube.float32)
+    keys_end = seq_k
+    if CAUSAL:
+        keys_end = cube.minimum(seq_k, (block_m + 1) * BLOCK_KEPT)
+    for start_n in range(0, keys_end, BLOCK_STEP):
+        rn = start_n + cube.arange(0, BLOCK_STEP)
+        key_ok = rn < seq_k
+        # K and V read as their transposes (HEAD_DIM, BLOCK_STEP): plain dots for S and dP
+        kv_at_t = (head * seq_k + rn)[None, :] * HEAD_DIM + rd[:, None]
+        k_t = cube.load(k + kv_at_t, mask=key_ok[None, :], other=0.0)
+        v_t = cube.load(v + kv_at_t, mask=key_ok[None, :], other=0.0)
+        visible = key_ok[None, :]
+        if CAUSAL:
+            visible = visible & (rn[None, :] <= rm[:, None])
+        p = cube.exp2(cube.dot(q_tile, k_t) * qk_scale - lse2[:, None])
+        p = cube.where(visible, p, 0.0)
+        ds = p * (cube.dot(do_tile, v_t) - delta_m[:, None])
+        dq_acc = cube.dot(ds.to(k_t.dtype), cube.trans(k_t), dq_acc)
+    cube.store(dq + q_at, dq_acc * scale, mask=row_ok[:, None])
+
+
+def attention_backward(q: Any, k: Any, v: Any, out: Any, lse: Any, d_out: Any, dq: Any,
+                       dk: Any, dv: Any, *, causal: bool = False, scale: float | None = None,
+                       block_kept: int = 64, block_step: int = 64, target: str | None = None,
+                       **options: Any) -> None:
+    """The gradients ``dq``, ``dk``, ``dv`` of attention (written into those arrays), given
+    the forward pass's ``out`` and ``lse`` and the gradient ``d_out`` of ``out``.
+
+    ``q``, ``out``, ``d_out``, ``dq``: (batch, heads, seq_q, head_dim); ``k``, ``v``, ``dk``,
+    ``dv``: (batch, heads, seq_k, head_dim); all contiguous, of one dtype. ``lse``: float32
+    (batch, heads, seq_q), from ``flash_attention.attention(..., lse=lse)`` with the same
+    ``causal`` and ``scale``. Each cube keeps ``block_kept`` rows (its queries for dQ, its
+    keys for dK and dV) and walks over the others ``block_step`` at a time. ``options`` are
+    launch options (``num_warps``...).
+
+    Example:
+        >>> q = np.ones((1, 1, 8, 16), np.float32)
+        >>> out, lse = np.empty_like(q), np.empty((1, 1, 8), np.float32)
+        >>> flash_attention.attention(q, q, q, out, lse=lse, block_m=16, block_n=16,
+        ...                           target="cpu")
+        >>> dq, dk, dv = (np.empty_like(q) for _ in range(3))
+        >>> attention_backward(q, q, q, out, lse, np.ones_like(q), dq, dk, dv, block_kept=16,
+        ...                    block_step=16, target="cpu")
+        >>> float(dv.sum()), float(np.abs(dq).max())  # each query's weights sum to one
+        (128.0, 0.0)
+    """
+    batch, heads, seq_q, seq_k, head_dim = flash_attention.check_shapes(q, k, v, out)
+    arrays = {"q": q, "k": k, "v": v, "out": out, "d_out": d_out, "dq": dq, "dk": dk,
+              "dv": dv}
+    for name, like in (("d_out", "q"), ("dq", "q"), ("dk", "k"), ("dv", "k")):
+        if tuple(arrays[name].shape) != tuple(arrays[like].shape):
+            raise ValueError(f"{name} must have {like}'s shape {tuple(arrays[like].shape)}, "
+                             f"got {tuple(arrays[name].shape)}")
+    flash_attention.check_layouts(arrays)
+    flash_attention.check_row_stats("lse", lse, (batch, heads, seq_q))
+    if batch * heads == 0:
+        return
+    scale = flash_attention.checked_scale(scale, head_dim)
+    flash_attention.check_blocks(block_kept=block_kept, block_step=block_step)
+    if target is not None:
+        options["target"] = target
+    delta = common.empty((batch, heads, seq_q), "float32", like=q)
+    query_grid = (cube.cdiv(seq_q, block_kept), batch * heads)
+    row_dot_kernel[query_grid](out, d_out, delta, seq_q, HEAD_DIM=head_dim,
+                               BLOCK_M=block_kept, **options)
+    inputs = (q, k, v, d_out, lse, delta)
+    shape = {"HEAD_DIM": head_dim, "BLOCK_KEPT": block_kept, "BLOCK_STEP": block_step,
+             "CAUSAL": causal}
+    # With no queries the key blocks still run: they write dK = dV = 0.
+    key_grads_kernel[(cube.cdiv(seq_k, block_kept), batch * heads)](
+        *inputs, dk, dv, seq_q, seq_k, scale, **shape, **options)
+    query_grads_kernel[query_grid](*inputs, dq, seq_q, seq_k, scale, **shape, **options)
+
+
+# Candidates for GPUs: FlashAttention-2's shape (128 rows kept, 32 or 64 streamed, as in
+# Triton's tutorial), and 64-row blocks for large head dims, whose two float32 accumulators
+# of block_kept x head_dim live in registers.
+TUNING_CONFIGS = [
+    cube.Config(KEPT=kept, STEP=step, num_warps=w, num_stages=s)
+    for kept, step, w, s in [(128, 32, 4, 3), (128, 32, 8, 3), (128, 64, 8, 3),
+                             (64, 32, 4, 3), (64, 64, 4, 3), (64, 64, 8, 2),
+                             (128, 16, 4, 4), (64, 16, 4, 4)]]
+
+
+@cube.autotune(configs=TUNING_CONFIGS, key=["seq_q", "seq_k", "head_dim", "causal"])
+def attention_backward_tuned(q, k, v, out, lse, d_out, dq, dk, dv, seq_q, seq_k, head_dim,
+                             causal, KEPT, STEP, num_warps, num_stages, target=None):
+    """``attention_backward(...)`` with its blocks tuned per bucket of sequence lengths,
+    head dim, dtype and device.
+
+    Example:
+        >>> attention_backward_tuned(q, k, v, out, lse, d_out, dq, dk, dv,  # doctest: +SKIP
+        ...                          seq_q, seq_k, head_dim, causal)
+    """
+    attention_backward(q, k, v, out, lse, d_out, dq, dk, dv, causal=causal, block_kept=KEPT,
+                       block_step=STEP, target=target, num_warps=num_warps,
+                       num_stages=num_stages)
+
+
+def attention_backward_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                                 d_out: np.ndarray, causal: bool = False,
+                                 scale: float | None = None) -> dict[str, tuple]:
+    """For "dq", "dk", "dv": (the gradient in float64, a bound on each element's magnitude
+    that its rounding errors scale with: the same sums with every term's absolute value)."""
+    q, k, v, d_out = (x.astype(np.float64) for x in (q, k, v, d_out))
+    scale = flash_attention.checked_scale(scale, q.shape[-1])
+    scores = q @ np.swapaxes(k, -1, -2) * scale
+    if causal:
+        scores = np.where(np.tri(*scores.shape[-2:], dtype=bool), scores, -np.inf)
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    d_p = d_out @ np.swapaxes(v, -1, -2)
+    delta = np.sum(d_out * (p @ v), axis=-1, keepdims=True)
+    d_s = p * (d_p - delta)
+    # D comes from the forward pass's rounded out, whose error scales with p @ |v|
+    d_s_size = p * (np.abs(d_p) + np.sum(np.abs(d_out) * (p @ np.abs(v)), -1, keepdims=True))
+    p_t = np.swapaxes(p, -1, -2)
+    return {"dq": (d_s @ k * scale, d_s_size @ np.abs(k) * scale),
+            "dk": (np.swapaxes(d_s, -1, -2) @ q * scale,
+                   np.swapaxes(d_s_size, -1, -2) @ np.abs(q) * scale),
+            "dv": (p_t @ d_out, p_t @ np.abs(d_out))}
+
+
+def lse_reference(q: np.ndarray, k: np.ndarray, causal: bool = False) -> np.ndarray:
+    """Each query row's log-sum-exp of its scaled scores, in float64."""
+    q, k = q.astype(np.float64), k.astype(np.float64)
+    scores = q @ np.swapaxes(k, -1, -2) * flash_attention.checked_scale(None, q.shape[-1])
+    if causal:
+        scores = np.where(np.tri(*scores.shape[-2:], dtype=bool), scores, -np.inf)
+    row_max = scores.max(axis=-1)
+    return row_max + np.log(np.exp(scores - row_max[..., None]).sum(axis=-1))
+
+
+# Bounds, in units of each dtype's epsilon times the element's size from the reference:
+# float16 and bfloat16 round P (or dS) and the forward's out to the dtype before their
+# products, and the result on its store: half an epsilon each, so 2 in all (the float32
+# work beside them is far below). float32's error is exp2's: P = exp2(x) with |x| up to
+# about 16 here carries x's last-bit errors (a few, from S's sum over the head dim, the
+# scale and lse) as a relative error of ln(2) * |x| * 2^-24 each, about 32 epsilons in all.
+BOUNDS = {"float16": 2 * 2.0**-10, "bfloat16": 2 * 2.0**-7, "float32": 32 * 2.0**-23}
+
+
+def gradient_errors(got: dict[str, Any], want: dict[str, tuple], dtype: str) -> dict[str, float]:
+    """For each gradient, the largest error over the bound ``BOUNDS[dtype] * size`` (plus
+    float32's epsilon, for elements whose size is near zero): at most 1 passes."""
+    ratios = {}
+    for name, (value, size) in want.items():
+        error = np.abs(np.asarray(common.to_numpy(got[name]), np.float64) - value)
+        bound = BOUNDS[dtype] * size + 2.0**-23
+        ratios[name] = float(np.max(error / bound)) if np.all(np.isfinite(error)) else np.inf
+    return ratios
+
+
+def check(target: str, batch: int = 2, heads: int = 2, seq_q: int = 100, seq_k: int = 100,
+          head_dim: int = 32, dtype: str = "float16", causal: bool = False, block_m: int = 32,
+          block_n: int = 32, seed: int = 0, **options: Any) -> bool:
+    """A random attention's forward and backward passes on ``target`` against NumPy in
+    float64 (UnsupportedError when the target has no ``dtype``). The forward pass takes
+    blocks of ``block_m`` x ``block_n``, the backward keeps ``block_m`` rows and steps by
+    ``block_n``; ``options`` are the backward's launch options."""
+    rng = np.random.default_rng(seed)
+    np_dtype = common.np_dtype(dtype)
+    host = {name: rng.uniform(-1, 1, (batch, heads, seq, head_dim)).astype(np_dtype)
+            for name, seq in (("q", seq_q), ("k", seq_k), ("v", seq_k), ("d_out", seq_q))}
+    dev = {name: common.to_device(x, target) for name, x in host.items()}
+    out = common.empty((batch, heads, seq_q, head_dim), dtype, like=dev["q"])
+    lse = common.empty((batch, heads, seq_q), "float32", like=dev["q"])
+    flash_attention.attention(dev["q"], dev["k"], dev["v"], out, lse=lse, causal=causal,
+                              block_m=block_m, block_n=block_n, target=target)
+    grads = {name: common.empty(dev[like].shape, dtype, like=dev["q"])
+             for name, like in (("dq", "q"), ("dk", "k"), ("dv", "v"))}
+    attention_backward(dev["q"], dev["k"], dev["v"], out, lse, dev["d_out"], grads["dq"],
+                       grads["dk"], grads["dv"], causal=causal, block_kept=block_m,
+                       block_step=block_n, target=target, **options)
+    want = attention_backward_reference(host["q"], host["k"], host["v"], host["d_out"], causal)
+    # |lse| < 8 here, where float32's last bit is 2^-20; exp2, log2 and the sums add a few.
+    ok = common.report(f"lse {dtype}{' causal' if causal else ''}", common.max_error(
+        lse, lse_reference(host["q"], host["k"], causal)), 1e-5)
+    for name, ratio in gradient_errors(grads, want, dtype).items():
+        label = (f"{name} {batch}x{heads}x{seq_q}x{seq_k}x{head_dim} {dtype}"
+                 f"{' causal' if causal else ''} ({block_m}x{block_n})")
+        ok &= common.report(label, ratio, 1.0)
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = common.parse_args(__doc__.splitlines()[0], argv, flash_attention.add_arguments)
+    small = common.small(args.target)
+    seq = args.seq or (80 if small else 500)
+    # the forward pass's blocks, and the backward's kept and step sizes
+    blocks = (args.block_m or (32 if small else 64), args.block_n or (32 if small else 64))
+    print(f"flash_attention_backward on target {args.target!r} (errors over their bounds)")
+    shape = (args.batch, args.heads, seq, seq, args.head_dim)
+    ok = common.run_dtypes(args.dtypes.split(","), lambda dtype: check(
+        args.target, *shape, dtype, args.causal, *blocks))
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
