@@ -232,11 +232,11 @@ TUNING_CONFIGS = [
                             (64, 64, 4, 3, True), (64, 128, 4, 3, True)]]
 
 
-@cube.autotune(configs=TUNING_CONFIGS, key=["seq_q", "seq_k", "head_dim", "causal"])
+@cube.autotune(configs=TUNING_CONFIGS, key=["q", "k", "causal"])
 def attention_tuned(q, k, v, out, seq_q, seq_k, head_dim, causal, BM, BN, num_warps,
                     num_stages, DESC=False, target=None):
-    """``attention(q, k, v, out, causal=causal)`` with block sizes tuned per bucket of
-    sequence lengths, head dim, dtype and device.
+    """``attention(q, k, v, out, causal=causal)`` with block sizes tuned per bucket of q's
+    and k's shapes (batch, heads, sequence lengths, head dim), dtype and device.
 
     Example:
         >>> seq_q, seq_k, head_dim = q.shape[2], k.shape[2], q.shape[3]  # doctest: +SKIP

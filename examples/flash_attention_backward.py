@@ -200,11 +200,11 @@ TUNING_CONFIGS = [
                              (128, 16, 4, 4), (64, 16, 4, 4)]]
 
 
-@cube.autotune(configs=TUNING_CONFIGS, key=["seq_q", "seq_k", "head_dim", "causal"])
+@cube.autotune(configs=TUNING_CONFIGS, key=["q", "k", "causal"])
 def attention_backward_tuned(q, k, v, out, lse, d_out, dq, dk, dv, seq_q, seq_k, head_dim,
                              causal, KEPT, STEP, num_warps, num_stages, target=None):
-    """``attention_backward(...)`` with its blocks tuned per bucket of sequence lengths,
-    head dim, dtype and device.
+    """``attention_backward(...)`` with its blocks tuned per bucket of q's and k's shapes
+    (batch, heads, sequence lengths, head dim), dtype and device.
 
     Example:
         >>> attention_backward_tuned(q, k, v, out, lse, d_out, dq, dk, dv,  # doctest: +SKIP

@@ -42,3 +42,27 @@ def test_rsqrt_of_zero_and_infinity(target, dtype, kernel):
         np.testing.assert_array_equal(out[special], want[special])  # signs of inf too
         np.testing.assert_allclose(out[~special], want[~special], rtol=2e-3 if dtype ==
                                    "float16" else 1e-6)
+
+
+@cube.kernel
+def tanh_kernel(x, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)
+    cube.store(out + offs, cube.tanh(cube.load(x + offs)))
+
+
+TANH_ARGUMENTS = [1e-30, 5.3e-14, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 0.2999, 0.3001,
+                  0.5, 1.0, 2.0, 5.0, 9.0, 20.0, 100.0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_tanh_within_a_few_ulp_for_small_arguments(target, dtype):
+    """tanh(x) of small |x| is x to within an ulp or so: computed as (1 - e^-2x) / (1 + e^-2x)
+    it cancelled (tanh(1e-8) gave 0 on Triton's interpreter and 3e-8 on lavapipe)."""
+    x = np.array(TANH_ARGUMENTS + [-v for v in TANH_ARGUMENTS] + [0.0] * 28, dtype)
+    out = poison(64, dtype)
+    if run_or_expect_unsupported(target, [dtype], lambda: tanh_kernel[(1,)](
+            x, out, B=64, target=target)):
+        want = np.tanh(x.astype(np.float64))
+        ulp = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
+        # 4 ulp: the exp of the large-argument form and its division, a couple each
+        assert np.all(np.abs(out - want) <= 4 * ulp), np.abs(out - want) / ulp

@@ -136,6 +136,8 @@ class OpsMixin:
             if dtype.is_bool or dtype.kind == "u":
                 return args[0]
             return f"abs({args[0]})"
+        if kind is Op.TANH and t == "f32":
+            return f"{self.use_helper('tanh', t)}({args[0]})"
         if kind in MATH:
             return f"{MATH[kind]}({args[0]})"
         if kind is Op.ERF:

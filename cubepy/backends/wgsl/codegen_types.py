@@ -218,6 +218,18 @@ HELPERS = {
     "shr": """fn shr_{T}(a: {T}, k: {T}) -> {T} {{
     return select(select({Z}, a >> {W1}u, a < {Z}), a >> u32(k), k >= {Z} && k < {W});
 }}""",
+    # float32 tanh: the adapter's cancels for small |x| (lavapipe: tanh(1e-8) = 3e-8). Below
+    # |x| = 0.3 the Taylor series to x^11 (the next term is under 2e-9 of the sum); above,
+    # (1 - t) / (1 + t) with t = exp(-2|x|) <= 1, whose 1 - t >= 0.45 loses no digits.
+    "tanh": """fn tanh_{T}(x: {T}) -> {T} {{
+    let a = abs(x);
+    let a2 = a * a;
+    let p = -0.33333333 + a2 * (0.13333333 + a2 * (-0.053968254 + a2 * (0.021869489
+        + a2 * -0.0088632355)));
+    let t = exp(-2.0 * a);
+    let r = select(({O} - t) / ({O} + t), a + a * a2 * p, a < 0.3);
+    return select(r, -r, x < {Z});
+}}""",
     "erf": """fn erf_{T}(x: {T}) -> {T} {{
     // |error| < 1.2e-7 (Numerical Recipes' erfc by a Chebyshev fit).
     let z = abs(x);
