@@ -75,7 +75,7 @@ def _round_bf16(x):
     "_tanh": '''
 @triton.jit
 def _tanh(x):
-    # the interpreter has no libdevice. In float64: below |x| = 0.3 tanh's Taylor series to
+    # the interpreter has no libdevice; in float64: below |x| = 0.3 tanh's Taylor series to
     # x^25 (the next term is under 1e-18 of the sum); above, (1 - t) / (1 + t) with t =
     # exp(-2|x|) <= 1 (no overflow), whose 1 - t >= 0.45 loses no digits. That form alone
     # cancels for small |x|: tanh(1e-8) came out 0.
