@@ -17,6 +17,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -99,6 +100,16 @@ def sweep_one(batch: int, heads: int, seq: int, head_dim: int, dtype: str, causa
     return rows
 
 
+def each_case(shapes: str, dtypes: str) -> Iterator[tuple[int, int, int, int, str, bool]]:
+    """``(batch, heads, seq, head_dim, dtype, causal)`` for every shape ("B,H,S,D;..."),
+    dtype ("bfloat16,...") and mask."""
+    for text in shapes.split(";"):
+        batch, heads, seq, head_dim = (int(x) for x in text.split(","))
+        for dtype in dtypes.split(","):
+            for causal in (False, True):
+                yield batch, heads, seq, head_dim, dtype, causal
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
@@ -106,13 +117,8 @@ def main() -> int:
     parser.add_argument("--dtypes", default="float16,bfloat16")
     parser.add_argument("--sweep", action="store_true", help="time SWEEP's configs instead")
     args = parser.parse_args()
-    rows = []
-    for text in args.shapes.split(";"):
-        batch, heads, seq, head_dim = (int(x) for x in text.split(","))
-        for dtype in args.dtypes.split(","):
-            for causal in (False, True):
-                run = sweep_one if args.sweep else run_one
-                rows.append(run(batch, heads, seq, head_dim, dtype, causal))
+    run = sweep_one if args.sweep else run_one
+    rows = [run(*case) for case in each_case(args.shapes, args.dtypes)]
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
     return 0

@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from h200_attention import each_case  # noqa: E402
+
 from cubepy.autotune import STATS  # noqa: E402
 from examples import flash_attention as fa  # noqa: E402
 from examples import flash_attention_backward as fab  # noqa: E402
@@ -86,12 +88,7 @@ def main() -> int:
     parser.add_argument("--shapes", default=SHAPES)
     parser.add_argument("--dtypes", default="bfloat16")
     args = parser.parse_args()
-    rows = []
-    for text in args.shapes.split(";"):
-        batch, heads, seq, head_dim = (int(x) for x in text.split(","))
-        for dtype in args.dtypes.split(","):
-            for causal in (False, True):
-                rows.append(run_one(batch, heads, seq, head_dim, dtype, causal))
+    rows = [run_one(*case) for case in each_case(args.shapes, args.dtypes)]
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
     return 0

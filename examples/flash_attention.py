@@ -246,17 +246,22 @@ def attention_tuned(q, k, v, out, seq_q, seq_k, head_dim, causal, BM, BN, num_wa
               target=target, num_warps=num_warps, num_stages=num_stages)
 
 
+def scores_reference(q: np.ndarray, k: np.ndarray, causal: bool = False,
+                     scale: float | None = None) -> np.ndarray:
+    """q @ k^T * scale in float64 NumPy, -inf where the causal mask hides a key."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q.astype(np.float64) @ np.swapaxes(k.astype(np.float64), -1, -2) * scale
+    if causal:
+        scores = np.where(np.tri(*scores.shape[-2:], dtype=bool), scores, -np.inf)
+    return scores
+
+
 def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool = False,
                         scale: float | None = None) -> np.ndarray:
     """softmax(q @ k^T * scale) @ v in float64 NumPy."""
-    q, k, v = (x.astype(np.float64) for x in (q, k, v))
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ np.swapaxes(k, -1, -2) * scale
-    if causal:
-        seq_q, seq_k = scores.shape[-2:]
-        scores = np.where(np.tri(seq_q, seq_k, dtype=bool), scores, -np.inf)
+    scores = scores_reference(q, k, causal, scale)
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return scores / scores.sum(axis=-1, keepdims=True) @ v
+    return scores / scores.sum(axis=-1, keepdims=True) @ v.astype(np.float64)
 
 
 def check(target: str, batch: int = 2, heads: int = 3, seq_q: int = 100, seq_k: int = 100,

@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from itertools import count
 
 from ...ir import Block, Function, Op, Operation, Value, walk
@@ -48,13 +49,6 @@ REDUCTIONS = frozenset({Op.REDUCE, Op.ARGREDUCE})
 LAYOUT = frozenset({Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
 LANE_OPS = ELEMENTWISE | REDUCTIONS | LAYOUT | {Op.SCAN}
 SCALAR_ONLY = frozenset({Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT})
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _is_tile_op(op: Operation) -> bool:
@@ -78,10 +72,10 @@ def loop_width(fn: Function) -> int | None:
             shapes.update(v.type.shape for v in (*op.results, *op.operands)
                           if not v.type.is_scalar)
     shapes.update(a.type.shape for a in _block_args(fn) if not a.type.is_scalar)
-    sizes = {_numel(s) for s in shapes}
+    sizes = {math.prod(s) for s in shapes}
     width = max(sizes, default=0)
     # every tile is B lanes along one axis or a single element ((2, B/2) is neither)
-    if not shapes or sizes - {1, width} or any(_numel(s) > 1 and width not in s
+    if not shapes or sizes - {1, width} or any(math.prod(s) > 1 and width not in s
                                                for s in shapes):
         return None
     return width
@@ -92,8 +86,8 @@ class LoopEmitter(CpuEmitter):
 
     def __init__(self, fn: Function, width: int):
         ops = list(walk(fn.body))
-        self.lanes = {v.id for op in ops for v in op.results if _numel(v.type.shape) > 1}
-        self.lanes |= {a.id for a in _block_args(fn) if _numel(a.type.shape) > 1}
+        self.lanes = {v.id for op in ops for v in op.results if v.type.numel > 1}
+        self.lanes |= {a.id for a in _block_args(fn) if a.type.numel > 1}
         self.tile_ops = {id(op) for op in ops if op.op not in CONTROL and op.op is not Op.YIELD
                          and any(v.id in self.lanes for v in (*op.results, *op.operands))}
         # reductions across the lanes (not over a size-1 axis, which keeps every lane)
