@@ -1,7 +1,7 @@
 """The attention backward example, autotuned, against torch's fused attention backward.
 
     python bench/h200_attention_backward.py [--out FILE.json] [--shapes B,H,S,D;...]
-                                            [--dtypes ...]
+                                            [--dtypes ...] [--sweep [--atomic-only]]
 
 For each shape, dtype and mask: the forward pass with ``lse`` (examples/flash_attention.py),
 the first call of ``examples.flash_attention_backward.attention_backward_tuned`` (cold
@@ -10,7 +10,8 @@ tuning of its key, with compiles), the largest difference of dq, dk, dv from tor
 ``torch.autograd.grad``), then both backward passes timed in turns (five ``do_bench``
 medians each, a cold L2 every run) and their medians compared. torch picks its own fused
 backward kernel for sm_90. TFLOP/s count the backward's five products of 2 * B * H * S^2 * D
-each (with P recomputed: 2.5x the forward's), halved when causal.
+each (with P recomputed: 2.5x the forward's), halved when causal. With ``--sweep``, each of
+the tuner's configs (or only those that sum dQ by atomics) is timed against torch instead.
 """
 
 from __future__ import annotations
@@ -82,13 +83,58 @@ def run_one(batch: int, heads: int, seq: int, head_dim: int, dtype: str, causal:
     return row
 
 
+def sweep_one(batch: int, heads: int, seq: int, head_dim: int, dtype: str, causal: bool
+              ) -> list[dict]:
+    """Each of the tuner's configs in turns with torch's backward; sorted fastest first."""
+    import torch
+    import triton.testing
+    from gpu_bench_triton import medians_in_turns
+
+    shape = (batch, heads, seq, head_dim)
+    q, k, v, d_out = (torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
+                      for _ in range(4))
+    out = torch.empty_like(q)
+    lse = torch.empty(shape[:3], device="cuda", dtype=torch.float32)
+    fa.attention(q, k, v, out, causal=causal, lse=lse)
+    grads = [torch.empty_like(q) for _ in range(3)]
+    leaves = [x.detach().requires_grad_() for x in (q, k, v)]
+    torch_out = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal)
+    rows = []
+    for config in fab.TUNING_CONFIGS:
+        def ours(c=config):
+            fab.attention_backward(q, k, v, out, lse, d_out, *grads, causal=causal,
+                                   block_kept=c.kwargs["KEPT"], block_step=c.kwargs["STEP"],
+                                   atomic_dq=c.kwargs["ATOMIC"], num_warps=c.num_warps,
+                                   num_stages=c.num_stages)
+        try:
+            ours()
+        except Exception as err:  # noqa: BLE001 - e.g. out of shared memory: reported
+            rows.append({"config": config.as_json(), "error": str(err).splitlines()[0]})
+            continue
+        peer, mine = medians_in_turns(
+            lambda fn: triton.testing.do_bench(fn, return_mode="median"),
+            lambda: torch.autograd.grad(torch_out, leaves, d_out, retain_graph=True), ours,
+            rounds=3)
+        rows.append({"config": config.as_json(), "ratio": peer / mine, "ours_ms": mine})
+    rows.sort(key=lambda row: -row.get("ratio", 0.0))
+    for row in rows[:6]:
+        print(f"  {shape} {dtype} causal={causal}: {json.dumps(row)}", flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--shapes", default=SHAPES)
     parser.add_argument("--dtypes", default="bfloat16")
+    parser.add_argument("--sweep", action="store_true", help="time every tuner config instead")
+    parser.add_argument("--atomic-only", action="store_true",
+                        help="with --sweep: only the configs that sum dQ by atomics")
     args = parser.parse_args()
-    rows = [run_one(*case) for case in each_case(args.shapes, args.dtypes)]
+    if args.atomic_only:
+        fab.TUNING_CONFIGS[:] = [c for c in fab.TUNING_CONFIGS if c.kwargs["ATOMIC"]]
+    run = sweep_one if args.sweep else run_one
+    rows = [run(*case) for case in each_case(args.shapes, args.dtypes)]
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
     return 0

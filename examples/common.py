@@ -97,6 +97,11 @@ def to_numpy(array: Any) -> np.ndarray:
     return array.numpy()
 
 
+def dtype_name(array: Any) -> str:
+    """The dtype of a NumPy array, torch tensor or device array, as a name ("float16")."""
+    return str(array.dtype).removeprefix("torch.")
+
+
 def empty(shape: tuple[int, ...], dtype: str, like: Any) -> Any:
     """An uninitialized array of ``shape`` and ``dtype`` on the device of ``like``."""
     if isinstance(like, np.ndarray):

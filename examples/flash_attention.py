@@ -152,7 +152,7 @@ def check_layouts(arrays: dict[str, Any]) -> None:
         raise ValueError(f"{', '.join(strided)} must be contiguous (the kernel computes "
                          f"offsets from the shape): pass a contiguous copy, e.g. "
                          f"x.contiguous() in torch or np.ascontiguousarray(x)")
-    dtypes = {name: str(array.dtype).removeprefix("torch.") for name, array in arrays.items()}
+    dtypes = {name: common.dtype_name(array) for name, array in arrays.items()}
     if len(set(dtypes.values())) > 1:
         raise ValueError(f"q, k, v and out must have one dtype, got {dtypes}")
 
@@ -213,7 +213,7 @@ def check_blocks(**blocks: int) -> None:
 
 def check_row_stats(name: str, array: Any, shape: tuple[int, int, int]) -> None:
     """ValueError unless ``array`` (a per-row statistic) is contiguous float32 of ``shape``."""
-    got = (tuple(array.shape), str(array.dtype).removeprefix("torch."))
+    got = (tuple(array.shape), common.dtype_name(array))
     if got != (shape, "float32"):
         raise ValueError(f"{name} must be a float32 array of shape {shape} (batch, heads, "
                          f"seq_q), got {got[1]} {got[0]}")

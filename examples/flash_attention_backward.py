@@ -3,7 +3,7 @@
     python examples/flash_attention_backward.py [--target cpu|cpu:debug|triton|wgsl]
                                                 [--batch B --heads H --seq S --head-dim D]
                                                 [--causal] [--block-m M --block-n N]
-                                                [--dtypes float16,...]
+                                                [--dtypes float16,...] [--atomic-dq]
 
 For ``out = softmax(S) V`` with ``S = Q K^T * scale`` (examples/flash_attention.py), and the
 gradient ``d_out`` of a loss with respect to ``out``:
@@ -13,11 +13,13 @@ gradient ``d_out`` of a loss with respect to ``out``:
 
 As in the forward pass, the seq x seq matrices are never written to memory: each kernel
 recomputes P block by block from Q, K and the forward pass's per-row log-sum-exp (``lse``).
-Three kernels, none with atomics: ``row_dot_kernel`` computes D; ``key_grads_kernel`` gives
-one cube a block of keys and walks over the queries (dK and dV); ``query_grads_kernel`` gives
-one cube a block of queries and walks over the keys (dQ). P and dS are rounded to the inputs'
-dtype for the products, as on tensor cores; everything else is float32. Exits non-zero if a
-gradient differs from NumPy's (float64) by more than its rounding bound.
+Three kernels: ``row_dot_kernel`` computes D; ``key_grads_kernel`` gives one cube a block of
+keys and walks over the queries (dK and dV); ``query_grads_kernel`` gives one cube a block of
+queries and walks over the keys (dQ). With ``--atomic-dq``, ``key_grads_kernel`` also adds
+its keys' share of dQ into float32 sums by atomics, and no second walk recomputes P and dP
+for dQ (five block products instead of seven; FlashAttention-2's way). P and dS are rounded
+to the inputs' dtype for the products, as on tensor cores; everything else is float32. Exits
+non-zero if a gradient differs from NumPy's (float64) by more than its rounding bound.
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ except ImportError:  # run as a script: python examples/flash_attention_backward
     import flash_attention
 
 LOG2_E = flash_attention.LOG2_E
+ROUND_BLOCK = 1024  # elements per cube that round dQ's float32 sums to the dtype
 
 
 @cube.kernel
-def row_dot_kernel(out, d_out, delta, seq_q, HEAD_DIM: cube.Comptime[int],
-                   BLOCK_M: cube.Comptime[int]):
+def row_dot_kernel(out, d_out, delta, dq_sums, seq_q, HEAD_DIM: cube.Comptime[int],
+                   BLOCK_M: cube.Comptime[int], ZERO_DQ: cube.Comptime[bool]):
     # delta[row] = sum(d_out[row] * out[row]) in float32; grid (query blocks, batch * heads).
+    # With ZERO_DQ it also clears the rows of dq_sums that the dK/dV kernel adds dQ into.
     rm = cube.cube_pos(0) * BLOCK_M + cube.arange(0, BLOCK_M)
     rd = cube.arange(0, HEAD_DIM)
     rows = cube.cube_pos(1) * seq_q + rm
@@ -50,6 +54,15 @@ def row_dot_kernel(out, d_out, delta, seq_q, HEAD_DIM: cube.Comptime[int],
     o = cube.load(out + at, mask=row_ok, other=0.0).to(cube.float32)
     do = cube.load(d_out + at, mask=row_ok, other=0.0).to(cube.float32)
     cube.store(delta + rows, cube.sum(o * do, axis=1), mask=rm < seq_q)
+    if ZERO_DQ:
+        cube.store(dq_sums + at, cube.zeros((BLOCK_M, HEAD_DIM), cube.float32), mask=row_ok)
+
+
+@cube.kernel
+def to_dtype_kernel(src, dst, n, BLOCK: cube.Comptime[int]):
+    # dst[i] = src[i], rounded to dst's dtype on the store: dQ's float32 sums to the inputs'.
+    at = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    cube.store(dst + at, cube.load(src + at, mask=at < n), mask=at < n)
 
 
 @cube.func
@@ -66,13 +79,15 @@ def query_rows(q, d_out, lse, delta, rm, rd, head, seq_q, HEAD_DIM: cube.Comptim
 
 
 @cube.kernel
-def key_grads_kernel(q, k, v, d_out, lse, delta, dk, dv, seq_q, seq_k, scale,
+def key_grads_kernel(q, k, v, d_out, lse, delta, dk, dv, dq_sums, seq_q, seq_k, scale,
                      HEAD_DIM: cube.Comptime[int], BLOCK_KEPT: cube.Comptime[int],
-                     BLOCK_STEP: cube.Comptime[int], CAUSAL: cube.Comptime[bool]):
+                     BLOCK_STEP: cube.Comptime[int], CAUSAL: cube.Comptime[bool],
+                     ATOMIC_DQ: cube.Comptime[bool]):
     # Grid: (blocks of BLOCK_KEPT keys, batch * heads). The cube keeps its keys' dK and dV in
     # registers and walks over the queries, BLOCK_STEP at a time. Every product is computed
     # transposed, (keys, queries), so that P^T and dS^T need no transpose before they
-    # multiply d_out and Q.
+    # multiply d_out and Q. With ATOMIC_DQ it also adds its keys' share of each dQ block,
+    # dS K * scale, into the float32 dq_sums: no second pass over P and dP for dQ.
     head = cube.cube_pos(1)
     rn = cube.cube_pos(0) * BLOCK_KEPT + cube.arange(0, BLOCK_KEPT)
     rd = cube.arange(0, HEAD_DIM)
@@ -88,8 +103,8 @@ def key_grads_kernel(q, k, v, d_out, lse, delta, dk, dv, seq_q, seq_k, scale,
         first_query = cube.cube_pos(0) * BLOCK_KEPT // BLOCK_STEP * BLOCK_STEP
     for start_m in range(first_query, seq_q, BLOCK_STEP):
         rm = start_m + cube.arange(0, BLOCK_STEP)
-        q_tile, do_tile, lse2, delta_m, row_ok, _ = query_rows(q, d_out, lse, delta, rm, rd,
-                                                               head, seq_q, HEAD_DIM)
+        q_tile, do_tile, lse2, delta_m, row_ok, q_at = query_rows(q, d_out, lse, delta, rm,
+                                                                  rd, head, seq_q, HEAD_DIM)
         visible = row_ok[None, :] & key_ok
         if CAUSAL:
             visible = visible & (rn[:, None] <= rm[None, :])
@@ -97,8 +112,12 @@ def key_grads_kernel(q, k, v, d_out, lse, delta, dk, dv, seq_q, seq_k, scale,
         p_t = cube.where(visible, p_t, 0.0)
         dv_acc = cube.dot(p_t.to(do_tile.dtype), do_tile, dv_acc)
         dp_t = cube.dot(v_tile, cube.trans(do_tile))
-        ds_t = p_t * (dp_t - delta_m[None, :])
-        dk_acc = cube.dot(ds_t.to(q_tile.dtype), q_tile, dk_acc)
+        ds_t = (p_t * (dp_t - delta_m[None, :])).to(q_tile.dtype)
+        dk_acc = cube.dot(ds_t, q_tile, dk_acc)
+        if ATOMIC_DQ:
+            # relaxed: the sums are read only by a later launch, and acq_rel costs twice
+            cube.atomic_add(dq_sums + q_at, cube.dot(cube.trans(ds_t), k_tile) * scale,
+                            mask=row_ok[:, None], sem="relaxed")
     cube.store(dk + kv_at, dk_acc * scale, mask=key_ok)
     cube.store(dv + kv_at, dv_acc, mask=key_ok)
 
@@ -139,8 +158,8 @@ def query_grads_kernel(q, k, v, d_out, lse, delta, dq, seq_q, seq_k, scale,
 
 def attention_backward(q: Any, k: Any, v: Any, out: Any, lse: Any, d_out: Any, dq: Any,
                        dk: Any, dv: Any, *, causal: bool = False, scale: float | None = None,
-                       block_kept: int = 64, block_step: int = 64, target: str | None = None,
-                       **options: Any) -> None:
+                       block_kept: int = 64, block_step: int = 64, atomic_dq: bool = False,
+                       target: str | None = None, **options: Any) -> None:
     """The gradients ``dq``, ``dk``, ``dv`` of attention (written into those arrays), given
     the forward pass's ``out`` and ``lse`` and the gradient ``d_out`` of ``out``.
 
@@ -148,7 +167,10 @@ def attention_backward(q: Any, k: Any, v: Any, out: Any, lse: Any, d_out: Any, d
     ``dv``: (batch, heads, seq_k, head_dim); all contiguous, of one dtype. ``lse``: float32
     (batch, heads, seq_q), from ``flash_attention.attention(..., lse=lse)`` with the same
     ``causal`` and ``scale``. Each cube keeps ``block_kept`` rows (its queries for dQ, its
-    keys for dK and dV) and walks over the others ``block_step`` at a time. ``options`` are
+    keys for dK and dV) and walks over the others ``block_step`` at a time. With
+    ``atomic_dq`` the dK/dV kernel also adds each key block's share of dQ into float32 sums
+    with atomics (then rounded to the dtype unless it is float32): five products instead of
+    seven, and dQ's sums taken in an order that may vary from run to run. ``options`` are
     launch options (``num_warps``...).
 
     Example:
@@ -178,40 +200,53 @@ def attention_backward(q: Any, k: Any, v: Any, out: Any, lse: Any, d_out: Any, d
     if target is not None:
         options["target"] = target
     delta = common.empty((batch, heads, seq_q), "float32", like=q)
+    dq_sums = dq
+    if atomic_dq and common.dtype_name(dq) != "float32":
+        dq_sums = common.empty(tuple(dq.shape), "float32", like=q)
     query_grid = (cube.cdiv(seq_q, block_kept), batch * heads)
-    row_dot_kernel[query_grid](out, d_out, delta, seq_q, HEAD_DIM=head_dim,
-                               BLOCK_M=block_kept, **options)
+    row_dot_kernel[query_grid](out, d_out, delta, dq_sums, seq_q, HEAD_DIM=head_dim,
+                               BLOCK_M=block_kept, ZERO_DQ=atomic_dq, **options)
     inputs = (q, k, v, d_out, lse, delta)
     shape = {"HEAD_DIM": head_dim, "BLOCK_KEPT": block_kept, "BLOCK_STEP": block_step,
              "CAUSAL": causal}
     # With no queries the key blocks still run: they write dK = dV = 0.
     key_grads_kernel[(cube.cdiv(seq_k, block_kept), batch * heads)](
-        *inputs, dk, dv, seq_q, seq_k, scale, **shape, **options)
-    query_grads_kernel[query_grid](*inputs, dq, seq_q, seq_k, scale, **shape, **options)
+        *inputs, dk, dv, dq_sums, seq_q, seq_k, scale, **shape, ATOMIC_DQ=atomic_dq, **options)
+    if not atomic_dq:
+        query_grads_kernel[query_grid](*inputs, dq, seq_q, seq_k, scale, **shape, **options)
+    elif dq_sums is not dq:
+        size = batch * heads * seq_q * head_dim
+        to_dtype_kernel[(cube.cdiv(size, ROUND_BLOCK),)](dq_sums, dq, size, BLOCK=ROUND_BLOCK,
+                                                         **options)
 
 
 # Candidates for GPUs: FlashAttention-2's shape (128 rows kept, 32 or 64 streamed, as in
 # Triton's tutorial), and 64-row blocks for large head dims, whose two float32 accumulators
-# of block_kept x head_dim live in registers.
+# of block_kept x head_dim live in registers. Then the three that summed dQ by atomics best
+# on the H200 (run 91): at head dim 128 they gain 2-3 %, at 64 they lose 5-15 %.
 TUNING_CONFIGS = [
-    cube.Config(KEPT=kept, STEP=step, num_warps=w, num_stages=s)
-    for kept, step, w, s in [(128, 32, 4, 3), (128, 32, 8, 3), (128, 64, 8, 3),
-                             (64, 32, 4, 3), (64, 64, 4, 3), (64, 64, 8, 2),
-                             (128, 16, 4, 4), (64, 16, 4, 4)]]
+    cube.Config(KEPT=kept, STEP=step, ATOMIC=atomic, num_warps=w, num_stages=s)
+    for kept, step, w, s, atomic in [
+        (128, 32, 4, 3, False), (128, 32, 8, 3, False), (128, 64, 8, 3, False),
+        (64, 32, 4, 3, False), (64, 64, 4, 3, False), (64, 64, 8, 2, False),
+        (128, 16, 4, 4, False), (64, 16, 4, 4, False),
+        (128, 64, 8, 3, True), (64, 64, 4, 3, True), (128, 32, 4, 3, True)]]
 
 
 @cube.autotune(configs=TUNING_CONFIGS, key=["q", "k", "causal"])
 def attention_backward_tuned(q, k, v, out, lse, d_out, dq, dk, dv, seq_q, seq_k, head_dim,
-                             causal, KEPT, STEP, num_warps, num_stages, target=None):
-    """``attention_backward(...)`` with its blocks tuned per bucket of q's and k's shapes
-    (batch, heads, sequence lengths, head dim), dtype and device.
+                             causal, KEPT, STEP, num_warps, num_stages, ATOMIC=False,
+                             target=None):
+    """``attention_backward(...)`` with its blocks, and whether dQ is summed by atomics,
+    tuned per bucket of q's and k's shapes (batch, heads, sequence lengths, head dim),
+    dtype and device.
 
     Example:
         >>> attention_backward_tuned(q, k, v, out, lse, d_out, dq, dk, dv,  # doctest: +SKIP
         ...                          seq_q, seq_k, head_dim, causal)
     """
     attention_backward(q, k, v, out, lse, d_out, dq, dk, dv, causal=causal, block_kept=KEPT,
-                       block_step=STEP, target=target, num_warps=num_warps,
+                       block_step=STEP, atomic_dq=ATOMIC, target=target, num_warps=num_warps,
                        num_stages=num_stages)
 
 
@@ -268,11 +303,12 @@ def gradient_errors(got: dict[str, Any], want: dict[str, tuple], dtype: str) -> 
 
 def check(target: str, batch: int = 2, heads: int = 2, seq_q: int = 100, seq_k: int = 100,
           head_dim: int = 32, dtype: str = "float16", causal: bool = False, block_m: int = 32,
-          block_n: int = 32, seed: int = 0, **options: Any) -> bool:
+          block_n: int = 32, seed: int = 0, atomic_dq: bool = False, **options: Any) -> bool:
     """A random attention's forward and backward passes on ``target`` against NumPy in
     float64 (UnsupportedError when the target has no ``dtype``). The forward pass takes
     blocks of ``block_m`` x ``block_n``, the backward keeps ``block_m`` rows and steps by
-    ``block_n``; ``options`` are the backward's launch options."""
+    ``block_n`` (with dQ summed by atomics if ``atomic_dq``); ``options`` are the
+    backward's launch options."""
     rng = np.random.default_rng(seed)
     np_dtype = common.np_dtype(dtype)
     host = {name: rng.uniform(-1, 1, (batch, heads, seq, head_dim)).astype(np_dtype)
@@ -286,20 +322,28 @@ def check(target: str, batch: int = 2, heads: int = 2, seq_q: int = 100, seq_k: 
              for name, like in (("dq", "q"), ("dk", "k"), ("dv", "v"))}
     attention_backward(dev["q"], dev["k"], dev["v"], out, lse, dev["d_out"], grads["dq"],
                        grads["dk"], grads["dv"], causal=causal, block_kept=block_m,
-                       block_step=block_n, target=target, **options)
+                       block_step=block_n, atomic_dq=atomic_dq, target=target, **options)
     want = attention_backward_reference(host["q"], host["k"], host["v"], host["d_out"], causal)
     # |lse| < 8 here, where float32's last bit is 2^-20; exp2, log2 and the sums add a few.
     ok = common.report(f"lse {dtype}{' causal' if causal else ''}", common.max_error(
         lse, lse_reference(host["q"], host["k"], causal)), 1e-5)
     for name, ratio in gradient_errors(grads, want, dtype).items():
         label = (f"{name} {batch}x{heads}x{seq_q}x{seq_k}x{head_dim} {dtype}"
-                 f"{' causal' if causal else ''} ({block_m}x{block_n})")
+                 f"{' causal' if causal else ''} ({block_m}x{block_n}"
+                 f"{', atomic dQ' if atomic_dq else ''})")
         ok &= common.report(label, ratio, 1.0)
     return ok
 
 
+def add_arguments(parser: Any) -> None:
+    """The forward example's command line, and --atomic-dq."""
+    flash_attention.add_arguments(parser)
+    parser.add_argument("--atomic-dq", action="store_true",
+                        help="sum dQ with float32 atomics in the dK/dV kernel")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = common.parse_args(__doc__.splitlines()[0], argv, flash_attention.add_arguments)
+    args = common.parse_args(__doc__.splitlines()[0], argv, add_arguments)
     small = common.small(args.target)
     seq = args.seq or (80 if small else 500)
     # the forward pass's blocks, and the backward's kept and step sizes
@@ -307,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"flash_attention_backward on target {args.target!r} (errors over their bounds)")
     shape = (args.batch, args.heads, seq, seq, args.head_dim)
     ok = common.run_dtypes(args.dtypes.split(","), lambda dtype: check(
-        args.target, *shape, dtype, args.causal, *blocks))
+        args.target, *shape, dtype, args.causal, *blocks, atomic_dq=args.atomic_dq))
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -323,7 +323,13 @@ def func_arity_fn(x, out, BLOCK: cube.Comptime[int]):
     cube.store(out + offs, two_args(cube.load(x + offs)))
 
 
+def atomic_order_fn(x, out, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    cube.atomic_add(out + offs, cube.load(x + offs), sem="seq_cst")
+
+
 @pytest.mark.parametrize("fn, needle, words", [
+    (atomic_order_fn, "cube.atomic_add(", ("'seq_cst'", 'sem="relaxed"')),
     (dot_inner_fn, "cube.dot(a, a)", ("(4, 2) and (4, 2)", "cube.dot(a, cube.trans(b))")),
     (reshape_count_fn, "cube.reshape(", ("16 elements", "as many elements")),
     (index_array_fn, "x[offs]", ("indexed", "cube.load(x + offs)")),

@@ -26,20 +26,25 @@ from examples import flash_attention_backward as fab  # noqa: E402
 
 
 @pytest.mark.parametrize(
-    ("dtype", "causal", "seq_q", "seq_k"),
-    [("float32", True, 45, 45),    # query blocks with whole, diagonal and skipped key blocks
-     ("float32", True, 70, 17),    # queries past the last key see every key
-     ("float16", False, 17, 70),   # more keys than queries, a ragged last key block
-     ("bfloat16", True, 33, 33)],  # one row past a whole query block
+    ("dtype", "causal", "seq_q", "seq_k", "atomic_dq"),
+    [("float32", True, 45, 45, False),    # query blocks with whole, diagonal and skipped keys
+     ("float32", True, 70, 17, False),    # queries past the last key see every key
+     ("float16", False, 17, 70, False),   # more keys than queries, a ragged last key block
+     ("bfloat16", True, 33, 33, False),   # one row past a whole query block
+     ("float32", True, 45, 45, True),     # dQ summed by atomics straight into dq
+     ("float16", False, 17, 70, True)],   # ... into float32 sums, then rounded
 )
-def test_gradients(target, dtype, causal, seq_q, seq_k):
+def test_gradients(target, dtype, causal, seq_q, seq_k, atomic_dq):
     expect_pass(target, dtype, lambda: fab.check(
-        target, 1, 2, seq_q, seq_k, 32, dtype, causal, block_m=32, block_n=16))
+        target, 1, 2, seq_q, seq_k, 32, dtype, causal, block_m=32, block_n=16,
+        atomic_dq=atomic_dq))
 
 
-def test_keys_no_query_sees_get_zero_gradients(target):
+@pytest.mark.parametrize("atomic_dq", [False, True])
+def test_keys_no_query_sees_get_zero_gradients(target, atomic_dq):
     """With causal masking, keys past the last query are seen by none (their dK and dV are
-    0); with no queries at all, every key's are. Written over garbage, not left as it was."""
+    0); with no queries at all, every key's are. Written over garbage, not left as it was
+    (dq too, when atomics add into it)."""
     rng = np.random.default_rng(3)
     for seq_q in (20, 0):
         host = {name: rng.uniform(-1, 1, (1, 1, seq, 32)).astype(np.float32)
@@ -52,7 +57,8 @@ def test_keys_no_query_sees_get_zero_gradients(target):
         grads = [common.to_device(np.full(dev[like].shape, np.nan, np.float32), target)
                  for like in ("q", "k", "v")]
         fab.attention_backward(dev["q"], dev["k"], dev["v"], out, lse, dev["d_out"], *grads,
-                               causal=True, block_kept=32, block_step=16, target=target)
+                               causal=True, block_kept=32, block_step=16,
+                               atomic_dq=atomic_dq, target=target)
         dk, dv = (common.to_numpy(g) for g in grads[1:])
         want = fab.attention_backward_reference(host["q"], host["k"], host["v"],
                                                 host["d_out"], causal=True)
@@ -133,11 +139,12 @@ def test_tuned_backward_matches_numpy(target, tmp_path, monkeypatch):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("head_dim", [64, 128])
-def test_gradients_on_the_gpu(dtype, causal, head_dim):
+@pytest.mark.parametrize("atomic_dq", [False, True])
+def test_gradients_on_the_gpu(dtype, causal, head_dim, atomic_dq):
     """GPU-sized blocks (64 x 64, and 128 rows kept stepping by 32) on ragged lengths."""
     for kept, step, warps in ((64, 64, 4), (128, 32, 8)):
         assert fab.check("triton", 2, 3, 1000, 999, head_dim, dtype, causal, block_m=kept,
-                         block_n=step, num_warps=warps)
+                         block_n=step, atomic_dq=atomic_dq, num_warps=warps)
 
 
 @pytest.mark.gpu

@@ -203,13 +203,26 @@ def _store(ctx: Any, pointer: Any, value: Any, mask: Any) -> None:
     ctx.b.create(Op.STORE, store_operands(ctx, pointer, value, mask))
 
 
+ATOMIC_ORDERS = ("acq_rel", "relaxed")
+
+
+def _atomic_order(value: Any) -> str:
+    if value not in ATOMIC_ORDERS:
+        got = "a run-time value" if is_value(value) else repr(value)
+        raise RuleError(f"an atomic's sem must be \"acq_rel\" or \"relaxed\", got {got}",
+                        'write sem="relaxed" for an add that orders nothing else, or leave '
+                        "it out (acquire-release)")
+    return value
+
+
 def _atomic(kind: str) -> Lowering:
-    def lower(ctx: Any, pointer: Any, value: Any, mask: Any) -> Value:
+    def lower(ctx: Any, pointer: Any, value: Any, mask: Any, sem: Any) -> Value:
         ptr = _pointer(pointer, f"atomic_{kind}")
+        sem = _atomic_order(sem)
         operands = [ptr, _stored(ctx, ptr, value)]
         if mask is not None:
             operands.append(materialize(ctx.b, mask, None, ptr.type.shape))
-        return ctx.b.emit(Op.ATOMIC, *operands, kind=kind)
+        return ctx.b.emit(Op.ATOMIC, *operands, kind=kind, sem=sem)
     return lower
 
 

@@ -65,7 +65,8 @@ class Op(enum.Enum):
     PTR_ADD = "ptr_add"        # pointer + integer offsets
     LOAD = "load"              # operands: ptr [, mask [, other]]
     STORE = "store"            # operands: ptr, value [, mask]
-    ATOMIC = "atomic"          # attrs: kind (add|max|min|xchg); operands: ptr, value [, mask]
+    ATOMIC = "atomic"          # attrs: kind (add|max|min|xchg), sem (acq_rel|relaxed);
+    #                            operands: ptr, value [, mask]
     ATOMIC_CAS = "atomic_cas"  # operands: ptr, cmp, value
     # A 2-D block read through a tensor descriptor: operands fallback, base, rows, cols,
     # row_stride, row0, col0; attrs: block. Its value is `fallback`'s (the same read as a

@@ -229,23 +229,29 @@ def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any
 
 
 @_builtin
-def atomic_add(pointer: Any, value: Any, mask: Any = None) -> Any:
-    """Atomically add; returns the old values."""
+def atomic_add(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomically add; returns the old values. ``sem="relaxed"`` orders nothing but the add
+    itself (cheaper on GPUs: for sums that are read only after the kernel).
+
+    Example:
+        >>> cube.atomic_add(total + bins, 1, mask=ok)  # doctest: +SKIP
+        >>> cube.atomic_add(dq_sums + at, part, sem="relaxed")  # doctest: +SKIP
+    """
 
 
 @_builtin
-def atomic_max(pointer: Any, value: Any, mask: Any = None) -> Any:
-    """Atomic maximum; returns the old values."""
+def atomic_max(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic maximum; returns the old values. ``sem`` as for ``atomic_add``."""
 
 
 @_builtin
-def atomic_min(pointer: Any, value: Any, mask: Any = None) -> Any:
-    """Atomic minimum; returns the old values."""
+def atomic_min(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic minimum; returns the old values. ``sem`` as for ``atomic_add``."""
 
 
 @_builtin
-def atomic_xchg(pointer: Any, value: Any, mask: Any = None) -> Any:
-    """Atomic exchange; returns the old values."""
+def atomic_xchg(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic exchange; returns the old values. ``sem`` as for ``atomic_add``."""
 
 
 @_builtin

@@ -3,6 +3,8 @@ review (the cpu target's fastmath turned rsqrt(0) and rsqrt(inf) into NaN)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from util import poison, run_or_expect_unsupported
@@ -66,3 +68,108 @@ def test_tanh_within_a_few_ulp_for_small_arguments(target, dtype):
         ulp = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
         # 4 ulp: the exp of the large-argument form and its division, a couple each
         assert np.all(np.abs(out - want) <= 4 * ulp), np.abs(out - want) / ulp
+
+
+@cube.kernel
+def pow_kernel(x, k, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)
+    a = cube.load(x + offs)
+    cube.store(out + offs, a ** cube.load(k + offs))
+    cube.store(out + B + offs, a ** -2)
+    cube.store(out + 2 * B + offs, a ** -3)
+
+
+def ulps_off(got: np.ndarray, want: np.ndarray, dtype: str) -> np.ndarray:
+    """|got - want| in ulps of want in ``dtype`` (subnormals' spacing for subnormals)."""
+    ulp = np.spacing(np.abs(want).astype(dtype)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - want) / ulp
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy under Triton's interpreter
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_of_a_negative_whole_exponent_does_not_overflow(target, dtype):
+    """``x ** -k`` where ``x ** k`` overflows but ``x ** -k`` is a subnormal: computed as
+    ``1 / x ** k`` it gave 0 (int8 (-28) ** -28 on Triton's interpreter, NumPy 3.0e-41)."""
+    big = {"float32": [-28.0, 2e19, 3e22, -5e19, 7e13, 3.0, 0.5, -1e-12],
+           "float64": [1e160, -3e161, 1e104, -2e103, 1.5e154, 3.0, 0.5, -1e-100]}[dtype]
+    expo = {"float32": [-28.0, -2.0, -2.0, -2.0, -3.0, -5.0, 7.0, -2.0],
+            "float64": [-2.0, -2.0, -3.0, -3.0, -2.0, -5.0, 7.0, -2.0]}[dtype]
+    x, k = np.array(big, dtype), np.array(expo, dtype)
+    out = poison(24, dtype)
+    if run_or_expect_unsupported(target, [dtype], lambda: pow_kernel[(1,)](
+            x, k, out, B=8, target=target)):
+        x64 = x.astype(np.float64)
+        with np.errstate(all="ignore"):
+            want = np.concatenate([x64 ** k, x64 ** -2.0, x64 ** -3.0])
+        assert np.all(ulps_off(out, want, dtype) <= 2), (out, want)
+
+
+@cube.kernel
+def pow_tiles_kernel(x, y, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)
+    cube.store(out + offs, cube.load(x + offs) ** cube.load(y + offs))
+
+
+@cube.kernel
+def erf_kernel(x, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)
+    cube.store(out + offs, cube.erf(cube.load(x + offs)))
+
+
+def test_float64_pow_within_its_bound(target, rng):
+    """float64 ``x ** y`` over the whole range of results: within 4 ulp of NumPy's (Triton's
+    interpreter took exp2(y log2 x), off by |y ln x| ulps: 770 near overflow). wgsl's
+    software pow has that bound (docs/language.md, "Where targets differ")."""
+    x = np.concatenate([rng.uniform(0.5, 2.0, 32), np.exp(rng.uniform(-700, 700, 32))])
+    y = rng.uniform(-700, 700, 64) / np.log(x)
+    out = poison(64, "float64")
+    if run_or_expect_unsupported(target, ["float64"], lambda: pow_tiles_kernel[(1,)](
+            x, y, out, B=64, target=target)):
+        want = np.power(x, y)
+        z = np.abs(y * np.log(x))
+        bound = 4 + (2 * z if target == "wgsl" else 0)
+        assert np.all(ulps_off(out, want, "float64") <= bound), ulps_off(out, want, "float64")
+
+
+def test_float64_erf_within_a_few_ulp(target):
+    """float64 erf within 4 ulp from 0 to 6 (wgsl's software erf summed the alternating
+    Maclaurin series up to 3, which cancelled: 25 ulp off at 2.3)."""
+    x = np.linspace(-6.0, 6.0, 64)
+    out = poison(64, "float64")
+    if run_or_expect_unsupported(target, ["float64"], lambda: erf_kernel[(1,)](
+            x, out, B=64, target=target)):
+        want = np.array([math.erf(v) for v in x])
+        assert np.all(ulps_off(out, want, "float64") <= 4), ulps_off(out, want, "float64")
+
+
+@cube.kernel
+def pow_half_lanes_kernel(x, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)
+    a = cube.load(x + offs)
+    cube.store(out + offs, a ** 0.5)
+    cube.store(out + B + offs, cube.pow(a, 0.5))
+
+
+@cube.kernel
+def pow_half_tile_kernel(x, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)[:, None] * B + cube.arange(0, B)[None, :]
+    cube.store(out + offs, cube.load(x + offs) ** 0.5)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy under Triton's interpreter
+@pytest.mark.parametrize(("kernel", "dtype"), [(pow_half_lanes_kernel, "float32"),
+                                               (pow_half_tile_kernel, "float64")])
+def test_pow_by_a_half_is_c99s_not_sqrt(target, kernel, dtype):
+    """``x ** 0.5`` is C99's pow: (-0.0) ** 0.5 is +0.0 and (-inf) ** 0.5 is inf, where sqrt
+    gives -0.0 and NaN. The cpu target's fastmath (nsz) and NumPy's ``array ** 0.5`` (debug
+    mode) both took sqrt. 1-D tiles run as lane loops on cpu, 2-D ones as array expressions."""
+    x = np.tile(np.array([-0.0, -np.inf, 0.0, np.inf, 4.0, 0.25, -4.0, np.nan], dtype), 2)
+    lanes = kernel is pow_half_lanes_kernel  # two results (** and cube.pow), or one
+    out = poison(32 if lanes else 16, dtype)
+    if run_or_expect_unsupported(target, [dtype], lambda: kernel[(1,)](
+            x, out, B=16 if lanes else 4, target=target)):
+        with np.errstate(invalid="ignore"):
+            want = np.tile(np.power(x, np.full(x.shape, 0.5, dtype)), 2 if lanes else 1)
+        np.testing.assert_array_equal(out, want)  # exact: the squares' roots are whole
+        number = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(out[number]), np.signbit(want[number]))

@@ -116,6 +116,29 @@ def test_float_atomic_add(target, rng, dtype):
 
 
 @cube.kernel
+def relaxed_sums_kernel(x, idx, acc, counts, n, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    slot = cube.load(idx + offs, mask=mask, other=0)
+    cube.atomic_add(acc + slot, cube.load(x + offs, mask=mask), mask=mask, sem="relaxed")
+    cube.atomic_add(counts + slot, 1, mask=mask, sem="relaxed")
+    cube.atomic_max(counts + 8 + slot * 0, slot, mask=mask, sem="relaxed")
+
+
+def test_relaxed_atomics_add_up_the_same(target, rng):
+    """sem="relaxed" orders nothing else, but each add still lands exactly once."""
+    n, slots = 1000, 8
+    x = random_array(rng, n, "float32", -1, 1)
+    idx = random_array(rng, n, "int32", 0, slots)
+    acc, counts = np.zeros(slots, np.float32), np.zeros(slots + 1, np.int32)
+    relaxed_sums_kernel[(cdiv(n, BLOCK),)](x, idx, acc, counts, n, BLOCK=BLOCK, target=target)
+    expected = np.zeros(slots)
+    np.add.at(expected, idx, x.astype(np.float64))
+    assert_close(acc, expected, atol=1e-4)  # ~125 float32 adds per slot, in any order
+    np.testing.assert_array_equal(counts, [*np.bincount(idx, minlength=slots), idx.max()])
+
+
+@cube.kernel
 def cas_elementwise_kernel(flags, old_out, BLOCK: cube.Comptime[int]):
     offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
     old = cube.atomic_cas(flags + offs, 7, offs)

@@ -181,6 +181,20 @@ def test_float32_dot_is_ieee_unless_tf32_is_allowed():
     )
 
 
+def _atomic_orders(x, acc, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    cube.atomic_add(acc + offs, cube.load(x + offs), sem="relaxed")
+    cube.atomic_max(acc + offs, cube.load(x + offs), sem="relaxed")  # a CAS loop's helper
+    cube.atomic_min(acc + offs, 1.0)
+
+
+def test_relaxed_atomics_pass_their_order_to_triton():
+    x = np.zeros(16, np.float32)
+    text = codegen.generate(_function_ir(_atomic_orders, x, x, BLOCK=16), interpret=False).text
+    assert 'tl.atomic_add(v_0, v_2, sem="relaxed")' in text and text.count('sem="relaxed"') == 1
+    assert "_atomic_max_nan(" in text and "_atomic_min_nan(" in text
+
+
 def test_unknown_launch_option_is_refused():
     x = np.zeros(4, np.float32)
     fn = _function_ir(_activation, x, x, 1.0, 4, BLOCK=16)

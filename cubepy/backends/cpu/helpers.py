@@ -306,10 +306,22 @@ def round_bf16_s(x):
 
 
 def fpow(a, b):
-    # Compiled without fastmath's `afn` (namespace.EXACT): with it LLVM turns pow(x, float(n))
-    # of an int n into its powi intrinsic, whose library call Numba's JIT leaves unresolved,
-    # and the kernel crashed (SIGSEGV) on `x ** k` for an int tile k.
+    # Compiled without fastmath's `afn` and `nsz` (namespace.EXACT): with `afn` LLVM turns
+    # pow(x, float(n)) of an int n into its powi intrinsic, whose library call Numba's JIT
+    # leaves unresolved, and the kernel crashed (SIGSEGV) on `x ** k` for an int tile k; with
+    # `nsz` it turns pow(x, 0.5) into sqrt(x), and (-0.0) ** 0.5 gave -0.0 (C99: +0.0).
+    # Debug mode runs fpow_debug instead.
     return a ** b
+
+
+def fpow_debug(a, b):
+    # NumPy computes `array ** 0.5`, and np.power by a scalar or broadcast 0.5, as np.sqrt
+    # ((-inf) ** 0.5 is NaN there, C99's pow gives inf); NumPy scalars, and an exponent array
+    # of its own, take C's pow.
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    if not shape:
+        return a ** b
+    return np.power(a, np.array(np.broadcast_to(b, shape)))
 
 
 NAMES = [name for name, obj in list(globals().items())

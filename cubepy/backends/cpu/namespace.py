@@ -16,9 +16,13 @@ from . import atomics, helpers
 CALLEE_ONLY = {"no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 NUMBA_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True,
                  "fastmath": {"reassoc", "contract", "arcp", "nsz", "afn"}, **CALLEE_ONLY}
-# Helpers compiled without `afn` (approximate functions): its flag is per instruction, so it
-# stays off inside them when LLVM inlines them into a kernel (see helpers.fpow).
+# Helpers compiled without `afn` (approximate functions) and `nsz` (no signed zeros): the
+# flags are per instruction, so they stay off inside them when LLVM inlines them into a
+# kernel (see helpers.fpow).
 EXACT = {"fpow"}
+EXACT_FASTMATH = NUMBA_OPTIONS["fastmath"] - {"afn", "nsz"}
+# Helpers replaced in debug mode, where NumPy runs them (helpers.fpow_debug says why).
+DEBUG_VERSIONS = {"fpow": "fpow_debug"}
 
 
 def _identity_njit(*args: Any, **kwargs: Any) -> Any:
@@ -34,7 +38,7 @@ def _namespace(jit: bool) -> dict[str, Any]:
         from numba import njit, prange
 
         wrap = njit(**NUMBA_OPTIONS)
-        wrap_exact = njit(**{**NUMBA_OPTIONS, "fastmath": NUMBA_OPTIONS["fastmath"] - {"afn"}})
+        wrap_exact = njit(**{**NUMBA_OPTIONS, "fastmath": EXACT_FASTMATH})
         ns["njit"], ns["prange"] = njit, prange
         rmw, cas = atomics.numba_rmw, atomics.numba_cas()
         compile_closure = njit(error_model="numpy", nogil=True, **CALLEE_ONLY)
@@ -51,6 +55,9 @@ def _namespace(jit: bool) -> dict[str, Any]:
         if jit:
             fn = types.FunctionType(fn.__code__, helper_globals, name)
         ns[name] = helper_globals[name] = (wrap_exact if name in EXACT else wrap)(fn)
+    if not jit:
+        for name, debug_name in DEBUG_VERSIONS.items():
+            ns[name] = helper_globals[name] = getattr(helpers, debug_name)
     for kind in atomics.OPS:
         scalar = rmw(kind)
         ns[f"atomic_{kind}_s"] = scalar

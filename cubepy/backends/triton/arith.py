@@ -1,6 +1,6 @@
 """NumPy's integer and float ``//`` and ``%`` and C99's ``**`` in generated Triton source: a
 mixin of ``TritonEmitter``, which supplies ``n``, ``reg``, ``to``, ``assign``, ``extern``,
-``in_f32`` and the set of prelude ``helpers`` a kernel needs."""
+``in_f32`` and the sets of prelude ``helpers`` and ``constants`` a kernel needs."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ class ArithMixin:
     assign: Any
     extern: Any
     in_f32: Any
+    constants: set[str]
 
     def floor_division(self, op: Operation) -> None:
         dtype = op.result.type.dtype
@@ -43,13 +44,17 @@ class ArithMixin:
     def power(self, op: Operation) -> None:
         """C99's pow (libdevice's, or the interpreter's _pow); a whole constant exponent up to
         3 by multiplications alone, which give pow's answer for every base (signed zeros,
-        infinities and NaN included) at a fraction of its cost."""
+        infinities and NaN included) at a fraction of its cost. ``a ** -2`` squares the
+        reciprocal where ``a * a`` overflows: ``1 / (a * a)`` gave 0 there, though ``a ** -2``
+        is still a subnormal (elsewhere it is the more accurate form, within half an ulp)."""
         x, n = op.operands
         value = constant_value(n)
         a = self.n(x)
         simple = {1: a, 2: f"{a} * {a}", 3: f"{a} * {a} * {a}", -1: f"1.0 / {a}",
-                  -2: f"1.0 / ({a} * {a})"}
+                  -2: f"tl.where({a} * {a} < INF, 1.0 / ({a} * {a}), (1.0 / {a}) * (1.0 / {a}))"}
         if value is not None and float(value).is_integer() and int(value) in simple:
+            if int(value) == -2:
+                self.constants.add("INF")
             self.assign(op, simple[int(value)])
         else:
             self.in_f32(op, self.extern("pow"))

@@ -400,9 +400,12 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
         val = rest[0]
         mask = rest[1] if len(rest) > 1 else None
         fn = (FLOAT_ATOMICS if ptr.type.dtype.is_float else ATOMICS)[op.attrs["kind"]]
-        if fn in HELPERS:  # float max/min: NaN and -0.0 as the prelude says
+        order = ""
+        if fn in HELPERS:  # float max/min: NaN and -0.0 as the prelude says (acq_rel always)
             self.helpers.add(fn)
-        call = f"{fn}({self.n(ptr)}, {tile(val)}{self._masked_args(mask, None)})"
+        elif op.attrs.get("sem") == "relaxed":  # Triton's default is acq_rel, twice the cost
+            order = ', sem="relaxed"'
+        call = f"{fn}({self.n(ptr)}, {tile(val)}{self._masked_args(mask, None)}{order})"
         if op.result.id not in self.uses:
             self.line(call)
             return

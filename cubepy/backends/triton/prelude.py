@@ -99,27 +99,121 @@ def _tanh(x):
     "_pow": '''
 @triton.jit
 def _pow(x, y):
-    # the interpreter has no libdevice: C99's pow (libdevice's on a GPU), the magnitude from
-    # exp2/log2 in float64, then C99's special values
-    ax = tl.abs(x)
-    mag = tl.exp2(y.to(tl.float64) * tl.log2(ax.to(tl.float64))).to(x.dtype)
+    # the interpreter has no libdevice: C99's pow (libdevice's on a GPU), the magnitude in
+    # float64, then C99's special values. exp2(y log2|x|) is off by |y log2 x| ulps of float64
+    # (up to ~770 near overflow), which a float32 result hides; a float64 one takes log|x| in
+    # double-double (_log_dd) instead, within 2 ulp. Both give the specials (zeros,
+    # infinities, NaN, results past the range) from exp2 and log2.
+    ax = tl.abs(x).to(tl.float64)
+    y64 = y.to(tl.float64)
+    z = y64 * tl.log2(ax)
+    mag = tl.exp2(z)
+    if x.dtype == tl.float64:
+        finite = tl.abs(z) < 1100.0  # not 0, inf or NaN: _log_dd's range, exp's too
+        log_hi, log_lo = _log_dd(tl.where(finite, ax, 1.0))
+        yc = tl.where(finite, y64, 0.0)
+        z_hi, z_lo = _two_prod(yc, log_hi)
+        z_hi, z_lo = _two_sum(z_hi, z_lo + yc * log_lo)
+        e = tl.exp(z_hi)
+        mag = tl.where(finite, e + e * z_lo, mag)
     whole = tl.floor(y) == y  # the infinities too: they count as even
-    # a whole exponent below 128 by repeated squaring: exact where the result is representable
+    # a whole exponent below 128 by repeated squaring in float64 (exact where every product
+    # is): |x| ** -k as 1 / |x| ** k, or, where |x| ** k overflows though its reciprocal is
+    # still a (subnormal) float64, as (1 / |x|) ** k. The reciprocal alone gave 0 for int8
+    # (-28) ** -28 (3.0e-41 in float32), whose float32 28th power overflows.
     small = whole & (tl.abs(y) < 128)
-    k = tl.where(small, tl.abs(y), 0.0)
-    p = tl.full(ax.shape, 1.0, ax.dtype)
+    k = tl.where(small, tl.abs(y64), 0.0)
+    up = tl.full(ax.shape, 1.0, tl.float64)
+    down = up
     sq = ax
+    inv = 1.0 / ax
     for _ in tl.static_range(7):
-        p = tl.where(k % 2 == 1, p * sq, p)
+        bit = k % 2 == 1
+        up = tl.where(bit, up * sq, up)
+        down = tl.where(bit, down * inv, down)
         k = tl.floor(k * 0.5)
         sq = sq * sq
-    mag = tl.where(small, tl.where(y < 0, 1.0 / p, p), mag)
+        inv = inv * inv
+    powk = tl.where(y < 0, tl.where(up == INF, down, 1.0 / up), up)
+    mag = tl.where(small, powk, mag).to(x.dtype)
     odd = whole & (tl.floor(y * 0.5) * 2.0 != y)
     negative = (x < 0) | (1.0 / x < 0)  # -0.0 too
     r = tl.where(negative & odd, -mag, mag)
     r = tl.where((x < 0) & (x > -INF) & (~whole), NAN, r)
     one = (y == 0) | (x == 1) | ((x == -1) & (tl.abs(y) == INF))
     return tl.where(one, 1.0, r)
+''',
+    # Double-double arithmetic (a value as hi + lo, |lo| <= half an ulp of hi) for _pow:
+    # Knuth's two-sum and Dekker's product (Veltkamp's split, no fma: exact for |a|, |b|
+    # below 2^996), each exact.
+    "_two_sum": '''
+@triton.jit
+def _two_sum(a, b):
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+''',
+    "_two_prod": '''
+@triton.jit
+def _two_prod(a, b):
+    p = a * b
+    ca = 134217729.0 * a
+    a_hi = ca - (ca - a)
+    a_lo = a - a_hi
+    cb = 134217729.0 * b
+    b_hi = cb - (cb - b)
+    b_lo = b - b_hi
+    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+''',
+    "_log_dd": '''
+@triton.jit
+def _log_dd(x):
+    # log(x) of a finite x > 0 as hi + lo, within ~2^-62 relative: x = m 2^e with sqrt(1/2) <
+    # m <= sqrt(2), m near c = 2^(j/4) (j = -2..2), log(m) = log(c) + 2 atanh(s) with s =
+    # (m - c) / (m + c) in double-double; |s| < 0.044 leaves the series' tail past 2s under
+    # 2^-10 of it, so its float64 rounding costs ~2^-62.
+    tiny = x < 2.2250738585072014e-308
+    x = tl.where(tiny, x * 18014398509481984.0, x)
+    bits = x.to(tl.int64, bitcast=True)
+    e = ((bits >> 52) & 2047) - 1023 - tl.where(tiny, 54, 0)
+    m = ((bits & 0xFFFFFFFFFFFFF) | 0x3FF0000000000000).to(tl.float64, bitcast=True)
+    big = m > 1.4142135623730951
+    m = tl.where(big, m * 0.5, m)
+    e = tl.where(big, e + 1, e)
+    # c and log(c) (hi + lo); the bounds are 2^(-3/8), 2^(-1/8), 2^(1/8), 2^(3/8). A where
+    # of two float literals is float32: each starts from a float64 tile.
+    zero = tl.zeros(m.shape, tl.float64)
+    c = tl.where(m > 1.0905077326652577, 1.189207115002721, zero + 1.0)
+    c = tl.where(m > 1.2968395546510096, 1.4142135623730951, c)
+    c = tl.where(m <= 0.9170040432046712, 0.8408964152537145, c)
+    c = tl.where(m <= 0.7711054127039704, 0.7071067811865476, c)
+    lc_hi = tl.where(m > 1.0905077326652577, 0.1732867951399863, zero)
+    lc_hi = tl.where(m > 1.2968395546510096, 0.3465735902799727, lc_hi)
+    lc_hi = tl.where(m <= 0.9170040432046712, -0.17328679513998638, lc_hi)
+    lc_hi = tl.where(m <= 0.7711054127039704, -0.3465735902799726, lc_hi)
+    lc_lo = tl.where(m > 1.0905077326652577, 6.856931399313918e-20, zero)
+    lc_lo = tl.where(m > 1.2968395546510096, 2.4442169414592898e-17, lc_lo)
+    lc_lo = tl.where(m <= 0.9170040432046712, 9.61928934371463e-19, lc_lo)
+    lc_lo = tl.where(m <= 0.7711054127039704, 1.2517012761299022e-18, lc_lo)
+    num = m - c  # exact: m and c are within a factor of 2
+    den, den_lo = _two_sum(m, c)
+    s = num / den
+    p, p_lo = _two_prod(s, den)
+    s_lo = (((num - p) - p_lo) - s * den_lo) / den
+    s2 = s * s
+    t = 1.0 / 15.0
+    t = t * s2 + 1.0 / 13.0
+    t = t * s2 + 1.0 / 11.0
+    t = t * s2 + 1.0 / 9.0
+    t = t * s2 + 1.0 / 7.0
+    t = t * s2 + 1.0 / 5.0
+    t = t * s2 + 1.0 / 3.0
+    fe = e.to(tl.float64)
+    # ln2 in two parts (fdlibm's): fe * ln2_hi is exact for |e| < 2^21
+    hi, lo = _two_sum(fe * 6.93147180369123816490e-01, lc_hi)
+    hi, lo2 = _two_sum(hi, 2.0 * s)
+    lo = lo + lo2 + (fe * 1.90821492927058770002e-10 + lc_lo + 2.0 * s_lo + 2.0 * s * s2 * t)
+    return _two_sum(hi, lo)
 ''',
     "_shl": '''
 @triton.jit
@@ -223,7 +317,9 @@ ATOMICS = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min
 FLOAT_ATOMICS = {**ATOMICS, "max": "_atomic_max_nan", "min": "_atomic_min_nan"}
 # What a helper's own source uses: other helpers, and constants.
 HELPER_NEEDS = {"_atomic_max_nan": {"_atomic_minmax_nan"},
-                "_atomic_min_nan": {"_atomic_minmax_nan"}, "_pow": {"INF", "NAN"}}
+                "_atomic_min_nan": {"_atomic_minmax_nan"},
+                "_pow": {"INF", "NAN", "_log_dd", "_two_sum", "_two_prod"},
+                "_log_dd": {"_two_sum", "_two_prod"}}
 # The NaN-aware combines and the NumPy reductions the interpreter runs them as.
 NAN_REDUCTIONS = {"_max_nan": "max", "_min_nan": "min", "_argmax_nan": "argmax",
                   "_argmin_nan": "argmin"}
@@ -235,7 +331,7 @@ def with_needs(names: set[str]) -> tuple[set[str], set[str]]:
 
     Example:
         >>> with_needs({"_atomic_max_nan", "_pow"})[0] == {"_atomic_max_nan",
-        ...     "_atomic_minmax_nan", "_pow"}
+        ...     "_atomic_minmax_nan", "_pow", "_log_dd", "_two_sum", "_two_prod"}
         True
     """
     closed, pending = set(), list(names)

@@ -100,20 +100,18 @@ F64_HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
     "erf_f64": (("exp_f64",), """fn erf_f64(x: f64) -> f64 {
     let a = abs(x);
     var r: f64;
-    if (a < 3.0lf) {  // Maclaurin series: sum (-1)^n x^(2n+1) / (n! (2n+1))
+    if (a < 1.5lf) {
+        // 2/sqrt(pi) exp(-a^2) a sum_n (2a^2)^n / (1 3 5 ... (2n+1)), nested from the 32nd
+        // term: positive terms, within ~3 ulp. The alternating Maclaurin series cancelled
+        // (25 ulp at 2.3); exp(-a2) and the sum share a2's rounding, which mostly cancels.
         let a2 = a * a;
-        var term = a;
-        var sum = a;
-        for (var n = 1; n < 80; n++) {
-            term = -term * a2 / f64(n);
-            let add = term / f64(2 * n + 1);
-            sum = sum + add;
-            if (abs(add) < 1e-17lf * abs(sum)) { break; }
-        }
-        r = sum * 1.1283791670955126lf;
+        let t = 2.0lf * a2;
+        var s = 1.0lf;
+        for (var k = 32; k >= 1; k--) { s = 1.0lf + s * t / f64(2 * k + 1); }
+        r = exp_f64(-a2) * (a * s) * 1.1283791670955126lf;
     } else if (a > 6.0lf) {
         r = 1.0lf;
-    } else {  // continued fraction of erfc
+    } else {  // 1 - erfc, erfc by its continued fraction (within an ulp from 1.5 on)
         var k = a;
         for (var n = 90; n >= 1; n--) { k = a + (f64(n) * 0.5lf) / k; }
         r = 1.0lf - exp_f64(-a * a) * 0.5641895835477563lf / k;

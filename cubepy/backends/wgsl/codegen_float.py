@@ -10,8 +10,11 @@ WGSL has no fmod, its ``pow`` is undefined for a base <= 0 and for NaN, and ``a 
 - ``floordiv_T``/``floormod_T`` are NumPy's ``npy_divmod`` built on it: the remainder moved
   into the divisor's sign, the quotient ``(a - mod) / b`` snapped to an integer.
 - ``pow_T`` is C99's pow (NumPy's): the special values first, whole exponents up to 64 by
-  repeated squaring (exact where the result is representable), the rest by ``exp2(b *
-  log2(|a|))`` (WGSL's ``pow`` for f32, the software ``exp_f64``/``log_f64`` for f64).
+  repeated squaring (exact where every product is), the rest by ``exp2(b * log2(|a|))``
+  (WGSL's ``pow`` for f32, the software ``exp_f64``/``log_f64`` for f64: within about
+  ``|b log|a||`` ulps plus a few, since the log's rounding is scaled by b. A double-double
+  log would fix that, but lavapipe reassociates float sums, which turns the error-free
+  two-sum into 0.)
 
 Example:
     >>> name, deps = helper_deps("floormod", "f32")
@@ -73,18 +76,27 @@ _FLOORMOD = """fn floormod_{T}(a: {T}, b: {T}) -> {T} {{
     return select(m, m + b, (b < {Z}) != (m < {Z}));
 }}"""
 
-_POWI = """fn powi_{T}(a: {T}, n: i32) -> {T} {{
-    // a ** n for a whole n by repeated squaring: exact wherever the result is representable
-    var k = abs(n);
+_POWK = """fn powk_{T}(a: {T}, k: i32) -> {T} {{
+    // a ** k for a whole k >= 0 by repeated squaring: exact where every product is
+    var j = k;
     var x = a;
     var r = {O};
     loop {{
-        if ((k & 1) != 0) {{ r = r * x; }}
-        k = k >> 1u;
-        if (k == 0) {{ break; }}
+        if ((j & 1) != 0) {{ r = r * x; }}
+        j = j >> 1u;
+        if (j == 0) {{ break; }}
         x = x * x;
     }}
-    return select(r, {O} / r, n < 0);
+    return r;
+}}"""
+
+_POWI = """fn powi_{T}(a: {T}, n: i32) -> {T} {{
+    // a ** n for a whole n; a ** -k as 1 / a ** k, or, where a ** k overflows though its
+    // reciprocal is still a (subnormal) float, as (1 / a) ** k
+    let r = powk_{T}(a, abs(n));
+    if (n >= 0) {{ return r; }}
+    if (abs(r) > {MAX}) {{ return powk_{T}({O} / a, -n); }}
+    return {O} / r;
 }}"""
 
 _POW = """fn pow_{T}(a: {T}, b: {T}) -> {T} {{
@@ -113,13 +125,14 @@ _POW = """fn pow_{T}(a: {T}, b: {T}) -> {T} {{
     return select(mag, -mag, negative && odd);
 }}"""
 
-_TEXT = {"fmod": _FMOD, "floordiv": _FLOORDIV, "floormod": _FLOORMOD, "powi": _POWI,
-         "pow": _POW}
-_DEPS = {"fmod": (), "floordiv": ("fmod",), "floormod": ("fmod",), "powi": (),
-         "pow": ("powi",)}
+_TEXT = {"fmod": _FMOD, "floordiv": _FLOORDIV, "floormod": _FLOORMOD, "powk": _POWK,
+         "powi": _POWI, "pow": _POW}
+_DEPS = {"fmod": (), "floordiv": ("fmod",), "floormod": ("fmod",), "powk": (),
+         "powi": ("powk",), "pow": ("powi",)}
 # |b| from which every float is even; f64's general case is computed in software.
 _ODD_LIMIT = {"f32": "16777216.0", "f64": "9007199254740992.0lf"}
 _GENERAL = {"f32": "pow(ax, b)", "f64": "exp_f64(b * log_f64(ax))"}
+_MAX = {"f32": "3.4028234663852886e38f", "f64": "1.7976931348623157e308lf"}
 
 
 def helper_deps(kind: str, t: str) -> tuple[str, tuple[str, ...]]:
@@ -132,9 +145,10 @@ def helper_deps(kind: str, t: str) -> tuple[str, tuple[str, ...]]:
 
 
 def helper_text(kind: str, t: str) -> str:
-    """The WGSL text of helper ``kind`` (fmod, floordiv, floormod, powi, pow) for ``t``."""
+    """The WGSL text of helper ``kind`` (fmod, floordiv, floormod, powk, powi, pow) for
+    ``t``."""
     u, s, m, nan, inf, sign, bias, step = _LAYOUT[t]
     zero, one = ("0.0f", "1.0f") if t == "f32" else ("0.0lf", "1.0lf")
     return _TEXT[kind].format(
         T=t, U=u, S=s, M=m, NAN=nan, INF=inf, SIGN=sign, BIAS=bias, STEP=step, Z=zero, O=one,
-        ODD_LIMIT=_ODD_LIMIT[t], GENERAL=_GENERAL[t])
+        ODD_LIMIT=_ODD_LIMIT[t], GENERAL=_GENERAL[t], MAX=_MAX[t])
