@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Runs 90-92 on the H200 machine (BENCHMARKS.md): attention's backward pass with dQ summed by
+# Runs 90-93 on the H200 machine (BENCHMARKS.md): attention's backward pass with dQ summed by
 # float32 atomics in the dK/dV kernel (five block products instead of seven). Logs and JSON
 # go to $OUT. From the repo root, with .whl/ and .gl/ carried:
 #   MODE=sweep bash bench/h200_atomic_dq_run.sh     # run 90 (atomics then acq_rel)
 #   MODE=relaxed bash bench/h200_atomic_dq_run.sh   # run 91: the atomic configs, relaxed
-#   MODE=final bash bench/h200_atomic_dq_run.sh     # run 92: probe, tuned, every GPU test
+#   MODE=tuned bash bench/h200_atomic_dq_run.sh     # run 92: the probe, the tuned comparison
+#   MODE=tests bash bench/h200_atomic_dq_run.sh     # run 93: every GPU test, wgsl on NVIDIA
 set -u
 OUT=${OUT:-/tmp/h200-out}
-MODE=${MODE:-final}
+MODE=${MODE:-tuned}
 source .whl/gpu-env.sh
 export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1 CUBEPY_CACHE_DIR=/tmp/cc TRITON_CACHE_DIR=/tmp/tc
 export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT
@@ -26,11 +27,12 @@ relaxed)
     echo "== the atomic configs, relaxed, vs torch (bf16)" | tee -a $LOG
     python3 bench/h200_attention_backward.py --sweep --atomic-only \
         --out $OUT/atomic-relaxed-sweep.json 2>&1 | tee -a $LOG ;;
-final)
+tuned)
     echo "== an atomic add's memory order" | tee -a $LOG
     python3 bench/atomic_sem_probe.py 2>&1 | tee -a $LOG
     echo "== attention backward vs torch (bf16, tuned)" | tee -a $LOG
-    python3 bench/h200_attention_backward.py --out $OUT/atomic-dq-tuned.json 2>&1 | tee -a $LOG
+    python3 bench/h200_attention_backward.py --out $OUT/atomic-dq-tuned.json 2>&1 | tee -a $LOG ;;
+tests)
     echo "== every GPU test (Triton on the H200)" | tee -a $LOG
     python3 -m pytest -m gpu -q -p no:cacheprovider -n 8 tests 2>&1 | tail -5 | tee -a $LOG
     echo "== atomics, math and the backward on the NVIDIA Vulkan adapter (wgsl)" | tee -a $LOG

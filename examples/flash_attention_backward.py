@@ -223,7 +223,8 @@ def attention_backward(q: Any, k: Any, v: Any, out: Any, lse: Any, d_out: Any, d
 # Candidates for GPUs: FlashAttention-2's shape (128 rows kept, 32 or 64 streamed, as in
 # Triton's tutorial), and 64-row blocks for large head dims, whose two float32 accumulators
 # of block_kept x head_dim live in registers. Then the three that summed dQ by atomics best
-# on the H200 (run 91): at head dim 128 they gain 2-3 %, at 64 they lose 5-15 %.
+# on the H200 (runs 91-92): at 4096 x 128 they gained 1-3 % (picked when causal); at the
+# other shapes they lost 3-18 %, the float32 adds costing about what the products saved.
 TUNING_CONFIGS = [
     cube.Config(KEPT=kept, STEP=step, ATOMIC=atomic, num_warps=w, num_stages=s)
     for kept, step, w, s, atomic in [

@@ -24,7 +24,7 @@ from . import elementwise
 from .layout import Context, View, scalar
 from .rows import axis_rows, launch_options, pow2, rows_per_tile, tile_elements
 from .softmax import row_offsets, single_pass_limit
-from .strided import element_offset
+from .strided import cube_rows
 
 
 @cube.func
@@ -55,10 +55,8 @@ def norm_row_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd3
                     CT: cube.Comptime[object], DT: cube.Comptime[object],
                     ROW_RANK: cube.Comptime[int], CONTIG: cube.Comptime[bool],
                     ROWS: cube.Comptime[int], BLOCK: cube.Comptime[int]):
-    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
-    row_ok = rows < n_rows
-    x_base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, xs0, xs1, xs2, xs3)
-    out_base = element_offset(rows, ROW_RANK, rd1, rd2, rd3, os0, os1, os2, os3)
+    rows, row_ok, x_base, out_base = cube_rows(ROWS, n_rows, xo, ROW_RANK, rd1, rd2, rd3,
+                                               xs0, xs1, xs2, xs3, os0, os1, os2, os3)
     cols = cube.arange(0, BLOCK)
     cm = cols < n_cols
     m = row_ok[:, None] & cm[None, :]
@@ -94,10 +92,8 @@ def norm_loop_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd
                      CT: cube.Comptime[object], DT: cube.Comptime[object],
                      ROW_RANK: cube.Comptime[int], CONTIG: cube.Comptime[bool],
                      ROWS: cube.Comptime[int], BLOCK: cube.Comptime[int]):
-    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
-    row_ok = rows < n_rows
-    x_base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, xs0, xs1, xs2, xs3)
-    out_base = element_offset(rows, ROW_RANK, rd1, rd2, rd3, os0, os1, os2, os3)
+    rows, row_ok, x_base, out_base = cube_rows(ROWS, n_rows, xo, ROW_RANK, rd1, rd2, rd3,
+                                               xs0, xs1, xs2, xs3, os0, os1, os2, os3)
     center = cube.zeros((ROWS,), CT)
     if not RMS:  # pass 1 of the layer norm: the mean
         acc = cube.zeros((ROWS, BLOCK), CT)

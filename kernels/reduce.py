@@ -340,6 +340,20 @@ def logsumexp(ctx: Context, x: View, axes: Sequence[int], compute: DType, out_dt
     return _reduce(ctx, "sumexp", "lse", x, axes, compute, out_dtype, center=peak)
 
 
+def max_and_exp_sum(ctx: Context, x: View, axes: Sequence[int], compute: DType
+                    ) -> tuple[View, View]:
+    """Each row's max over ``axes`` and the sum of ``exp(x - max)`` (taken around 0 where the
+    max is infinite), both in ``compute``: a softmax's shift and denominator, summed as any
+    sum is (rows split over cubes, their partial sums added as a tree).
+
+    Example:
+        >>> peak, total = max_and_exp_sum(ctx, x, (0,), cube.float32)  # doctest: +SKIP
+    """
+    axes = _check_axes(x, axes)
+    peak = _reduce(ctx, "max", "scale", x, axes, compute, compute)
+    return peak, _reduce(ctx, "sumexp", "scale", x, axes, compute, compute, center=peak)
+
+
 def _arg_rows(ctx: Context, op: str, problem: RowProblem, out: View,
               part_index: View | None) -> None:
     """``op`` over every row of ``problem`` into ``out``; ``part_index`` holds the indices

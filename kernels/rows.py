@@ -88,6 +88,14 @@ def group(shape: Sequence[int], strides: Sequence[Sequence[int]], single: bool =
                  tuple(tuple([0] * pad + s) for s in collapsed))  # type: ignore[misc]
 
 
+def single_row_axis(ctx: Context) -> bool:
+    """Whether rows that collapse to one strided axis are addressed as ``index * stride``
+    (rank 1) rather than by the general rank: on the cpu, where a wide tile holds one row
+    (``lane_tile_shape``), the row's offset is computed once per cube, and the general
+    rank's six divisions cost as much as reducing a row of 64 values."""
+    return ctx.target.startswith("cpu")
+
+
 @dataclass(frozen=True)
 class RowProblem:
     """``x`` seen as rows: the kept axes (``rows``) and the reduced ones (``cols``)."""
@@ -101,7 +109,8 @@ def row_problem(ctx: Context, x: View, axes: Sequence[int]) -> RowProblem:
     """``x`` as rows over the kept axes, each reducing ``axes``. A layout whose groups do not
     collapse to ``MAX_RANK`` axes is first copied with the reduced axes moved last."""
     kept = [a for a in range(x.ndim) if a not in axes]
-    rows = group([x.shape[a] for a in kept], [[x.strides[a] for a in kept]], single=False)
+    rows = group([x.shape[a] for a in kept], [[x.strides[a] for a in kept]],
+                 single=single_row_axis(ctx))
     cols = group([x.shape[a] for a in axes], [[x.strides[a] for a in axes]])
     if rows is not None and cols is not None:
         return RowProblem(x, rows, cols)
@@ -133,7 +142,7 @@ def axis_rows(ctx: Context, x: View, out: View, axes: Sequence[int]) -> AxisRows
     one in ``out``); ``x`` is copied first when its layout does not collapse."""
     kept = [a for a in range(x.ndim) if a not in axes]
     rows = group([x.shape[a] for a in kept], [[v.strides[a] for a in kept] for v in (x, out)],
-                 single=False)
+                 single=single_row_axis(ctx))
     cols = group([x.shape[a] for a in axes], [[v.strides[a] for a in axes] for v in (x, out)])
     if rows is None or cols is None or cols.rank == 4:
         if x.is_contiguous:

@@ -27,7 +27,7 @@ from cubepy.ir.dtypes import DType
 from .layout import Context, View, scalar
 from .reduce import chunk_end, chunk_totals
 from .rows import AxisRows, axis_rows, launch_options, pow2, row_problem, split_columns, tile_shape
-from .strided import element_offset
+from .strided import cube_rows
 
 SCAN_OPS = ("cumsum", "cumprod")
 # cumprod: rows per cube, and the columns a cube walks at least before a row is split.
@@ -54,10 +54,8 @@ def cumsum_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd3, 
                   CARRY: cube.Comptime[bool], ROW_RANK: cube.Comptime[int],
                   CONTIG: cube.Comptime[bool], ROWS: cube.Comptime[int],
                   BLOCK: cube.Comptime[int]):
-    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
-    row_ok = rows < n_rows
-    x_base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, xs0, xs1, xs2, xs3)
-    out_base = element_offset(rows, ROW_RANK, rd1, rd2, rd3, os0, os1, os2, os3)
+    rows, row_ok, x_base, out_base = cube_rows(ROWS, n_rows, xo, ROW_RANK, rd1, rd2, rd3,
+                                               xs0, xs1, xs2, xs3, os0, os1, os2, os3)
     begin = cube.cube_pos(1) * chunk
     end = chunk_end(begin, chunk, n_cols)
     carry = carry_in(carries, rows, row_ok, ident, AT, CARRY, ROWS)
@@ -83,10 +81,8 @@ def cumprod_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd3,
                    AT: cube.Comptime[object], DT: cube.Comptime[object],
                    CARRY: cube.Comptime[bool], ROW_RANK: cube.Comptime[int],
                    ROWS: cube.Comptime[int]):
-    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
-    row_ok = rows < n_rows
-    x_base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, xs0, xs1, xs2, xs3)
-    out_base = element_offset(rows, ROW_RANK, rd1, rd2, rd3, os0, os1, os2, os3)
+    rows, row_ok, x_base, out_base = cube_rows(ROWS, n_rows, xo, ROW_RANK, rd1, rd2, rd3,
+                                               xs0, xs1, xs2, xs3, os0, os1, os2, os3)
     begin = cube.cube_pos(1) * chunk
     end = chunk_end(begin, chunk, n_cols)
     carry = carry_in(carries, rows, row_ok, ident, AT, CARRY, ROWS)

@@ -41,6 +41,16 @@ def element_offset(idx, RANK, d1, d2, d3, s0, s1, s2, s3):
     return offset
 
 
+@cube.func
+def cube_rows(ROWS, n_rows, xo, RANK, d1, d2, d3, xs0, xs1, xs2, xs3, os0, os1, os2, os3):
+    # The ROWS rows of this cube: their indices, which exist, and where each starts in x
+    # (from xo, with strides xs) and in out (strides os), through element_offset.
+    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)
+    x_base = xo + element_offset(rows, RANK, d1, d2, d3, xs0, xs1, xs2, xs3)
+    return rows, rows < n_rows, x_base, element_offset(rows, RANK, d1, d2, d3, os0, os1, os2,
+                                                       os3)
+
+
 def operand_args(part: LaunchPart, index: int) -> list[Any]:
     """Operand ``index``'s kernel arguments for ``part``: its offset and four strides."""
     return [part.offsets[index], *part.layout.strides[index]]

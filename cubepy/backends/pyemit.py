@@ -92,7 +92,10 @@ class PyEmitter:
         term = block.terminator
         if term is None or not targets:
             return
-        values = [self.ref(v) for v in term.operands]
+        self.assign_carried(targets, [self.ref(v) for v in term.operands])
+
+    def assign_carried(self, targets: list[str], values: list[str]) -> None:
+        """Hook: carried variables (loop and ``if`` results) take ``values``, all at once."""
         pairs = [(t, v) for t, v in zip(targets, values) if t != v]
         if pairs:
             self.line(", ".join(t for t, _ in pairs) + " = " + ", ".join(v for _, v in pairs))
@@ -110,7 +113,7 @@ class PyEmitter:
         (body,) = op.regions
         carried = self.carried_names(op)
         for slot, (name, init) in enumerate(zip(carried, inits)):
-            self.line(f"{name} = {self.carried_init(op, slot, init)}")
+            self.assign_carried([name], [self.carried_init(op, slot, init)])
         for arg, name in zip(body.args[1:], carried):
             self.alias(arg, name)
         iv = body.args[0]
@@ -142,7 +145,7 @@ class PyEmitter:
         cond_block, body = op.regions
         carried = self.carried_names(op)
         for name, init in zip(carried, op.operands):
-            self.line(f"{name} = {self.ref(init)}")
+            self.assign_carried([name], [self.ref(init)])
         for region in (cond_block, body):
             for arg, name in zip(region.args, carried):
                 self.alias(arg, name)

@@ -37,6 +37,50 @@ def rowsum_kernel(x, out, n, ROWS: cube.Comptime[int], BLOCK: cube.Comptime[int]
 
 
 @cube.kernel
+def running_sum_kernel(x, out, n, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)
+    acc = cube.zeros((B,), cube.float32)
+    for start in range(0, n, B):
+        acc = acc + cube.load(x + start + offs, mask=start + offs < n, other=0.0)
+    cube.store(out + offs, acc)
+
+
+@cube.kernel
+def carried_tiles_kernel(x, out, STEPS: cube.Comptime[int], B: cube.Comptime[int]):
+    """Carried tiles whose buffer the lane loops must not share with the next value: `other`
+    reads acc after the next acc is computed, the sum of acc is added up after its segment's
+    loop, and (a, b) becomes (b, a + b)."""
+    offs = cube.arange(0, B)
+    x_tile = cube.load(x + offs)
+    acc, a, b = x_tile, x_tile, x_tile * 0.5
+    other = cube.zeros((B,), cube.float32)
+    total = cube.zeros((B,), cube.float32)
+    for _ in range(STEPS):
+        s = cube.sum(acc, axis=0)
+        new_acc = acc * 0.5 + x_tile
+        other = other + acc
+        total = total + s
+        acc = new_acc
+        before = a
+        a = b
+        b = before + b
+    cube.store(out + offs, acc)
+    cube.store(out + B + offs, other)
+    cube.store(out + 2 * B + offs, total)
+    cube.store(out + 3 * B + offs, a)
+    cube.store(out + 4 * B + offs, b)
+
+
+@cube.kernel
+def best_of_lanes_kernel(x, out, B: cube.Comptime[int]):
+    v = cube.load(x + cube.arange(0, B))
+    cube.store(out + 0, cube.argmax(v, axis=0).to(cube.float32))
+    cube.store(out + 1, cube.argmin(v, axis=0).to(cube.float32))
+    cube.store(out + 2, cube.max(v, axis=0))
+    cube.store(out + 3, cube.min(v, axis=0))
+
+
+@cube.kernel
 def wrap_kernel(x, y, out, BLOCK: cube.Comptime[int]):
     idx = cube.arange(0, BLOCK)
     a = cube.load(x + idx)
@@ -76,9 +120,13 @@ def test_elementwise_kernel_is_one_lane_loop():
 def test_reductions_split_lane_loops():
     x = np.zeros((4, 100), np.float32)
     source = _source(softmax_kernel, x, x.copy(), 100, BLOCK=128)
-    # load + max | exp + sum | divide + store: three loops; the loaded row and e cross them
-    assert source.count("for lane_0_raw in range(128):") == 3
-    assert source.count("= np.empty(128, np.float32)") == 2
+    # load + max | exp + sum | divide + store: three lane loops, the max's in chunks of 16
+    # lanes (each lane of a chunk keeps its own maximum); the loaded row and e cross them and
+    # the sum's 128 partial sums take a buffer too, all allocated once per call
+    assert source.count("lane_0 = np.int32(lane_0_raw)") == 3
+    assert source.count("for lane_0_from in range(0, 128, 16):") == 1
+    assert source.count("= np.empty(128, np.float32)") == 3
+    assert source.index("np.empty(") < source.index("for p in range(")
 
 
 def test_2d_tiles_keep_the_tile_form():
@@ -94,6 +142,40 @@ def test_softmax_lane_loops_are_right(target, rng):
     softmax_kernel[(5,)](x, out, 100, BLOCK=128, target=target)
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(out, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_an_accumulating_loop_updates_its_tile_in_place():
+    x = np.zeros(100, np.float32)
+    source = _source(running_sum_kernel, x, np.zeros(16, np.float32), 100, B=16)
+    assert source.count("np.empty(16, np.float32)") == 1  # initial, carried and next: one
+
+
+@pytest.mark.parametrize("target", ["cpu", "cpu:debug"])
+def test_carried_tiles_that_cannot_share_a_buffer(target, rng):
+    x = rng.standard_normal(16).astype(np.float32)
+    out = np.full(5 * 16, np.nan, np.float32)
+    carried_tiles_kernel[(1,)](x, out, STEPS=3, B=16, target=target)
+    acc, a, b = x.astype(np.float64), x.astype(np.float64), 0.5 * x.astype(np.float64)
+    other, total = np.zeros(16), np.zeros(16)
+    for _ in range(3):
+        other, total = other + acc, total + acc.sum()
+        acc, a, b = 0.5 * acc + x, b, a + b
+    np.testing.assert_allclose(out, np.concatenate([acc, other, total, a, b]), rtol=1e-5)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cpu:debug"])
+def test_best_lane_across_chunks(target):
+    """argmax/argmin keep one candidate per lane of a 16-lane chunk: ties and NaNs in
+    different chunks and different lanes of one must still give the first, as NumPy."""
+    x = np.zeros(64, np.float32)
+    x[[37, 21, 5]] = 3.0  # ties: lanes 5 of chunks 2, 1 and 0
+    x[[50, 18]] = -2.0  # ties: lane 2 of chunk 3 before lane 2 of chunk 1
+    for case in (x, np.where(np.arange(64) % 16 == 9, np.float32(np.nan), x),
+                 np.where(np.isin(np.arange(64), [44, 12]), np.float32(np.nan), x)):
+        out = np.full(4, -1, np.float32)
+        best_of_lanes_kernel[(1,)](case, out, B=64, target=target)
+        want = [case.argmax(), case.argmin(), case.max(), case.min()]
+        np.testing.assert_array_equal(out, np.array(want, np.float32))
 
 
 @pytest.mark.parametrize("target", ["cpu", "cpu:debug"])
