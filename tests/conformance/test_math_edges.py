@@ -101,7 +101,10 @@ def test_pow_of_a_negative_whole_exponent_does_not_overflow(target, dtype):
         x64 = x.astype(np.float64)
         with np.errstate(all="ignore"):
             want = np.concatenate([x64 ** k, x64 ** -2.0, x64 ** -3.0])
-        assert np.all(ulps_off(out, want, dtype) <= 2), (out, want)
+        close = ulps_off(out, want, dtype) <= 2
+        if target == "wgsl":  # WGSL lets a driver flush subnormal results (NVIDIA's does)
+            close |= (np.abs(want) < np.finfo(dtype).tiny) & (out == 0)
+        assert np.all(close), (out, want)
 
 
 @cube.kernel
