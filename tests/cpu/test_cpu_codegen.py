@@ -206,3 +206,35 @@ def test_in_place_accumulation_leaves_the_initial_tile_alone(target, rng):
     init = np.broadcast_to(start.astype(np.float64)[:, None], (16, 16))
     expected = 2 * init + 3 * (a.astype(np.float64) @ b)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4)
+
+
+@cube.kernel
+def exps_kernel(x, out, n, B: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * B + cube.arange(0, B)
+    m = offs < n
+    v = cube.load(x + offs, mask=m, other=0.0)
+    cube.store(out + offs, cube.exp(v), mask=m)
+    cube.store(out + n + offs, cube.exp2(v), mask=m)
+
+
+@pytest.mark.parametrize("target", ["cpu", "cpu:debug"])
+def test_lane_exp_is_within_an_ulp(target):
+    """float32 exp and exp2 in lane loops are lane_exp's straight-line code (libm's expf does
+    not vectorize): within an ulp of float64 NumPy over the whole range, subnormal results
+    within one subnormal step, and expf's answers for NaN, the infinities and overflow."""
+    sweep = np.linspace(-110.0, 90.0, 40_000, dtype=np.float32)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, 88.73, 128.5, -103.9,
+                        -150.0, -140.0, -126.5, 1e-30, -1e-30], np.float32)
+    x = np.concatenate([sweep, special])
+    out = np.full(2 * x.size, np.nan, np.float32)
+    exps_kernel[(-(-x.size // 1024),)](x, out, x.size, B=1024, target=target)
+    if target == "cpu":
+        assert "EXP_POWERS_OF_TWO" in _source(exps_kernel, x, out, x.size, B=1024)
+    with np.errstate(over="ignore"):
+        for got, want in ((out[:x.size], np.exp(x.astype(np.float64))),
+                          (out[x.size:], np.exp2(x.astype(np.float64)))):
+            rounded = want.astype(np.float32)
+            finite = np.isfinite(rounded)
+            step = np.spacing(np.abs(rounded[finite])).astype(np.float64)
+            assert np.all(np.abs(got[finite] - want[finite]) <= step)
+            assert np.array_equal(got[~finite], rounded[~finite], equal_nan=True)

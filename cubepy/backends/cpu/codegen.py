@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from ...ir import Block, Function, Op, Operation, Value, walk
+from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.ops import NOT_PURE
 from ...ir.rules import reduce_dtype
@@ -19,6 +19,7 @@ from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access
 from .dots import DotAccumulation
 from .registers import HALF, literal, reg
+from .uses import is_zero, needed_values, single_uses
 
 # LLVM may reassociate (vectorized reductions) and contract to fma, but never assume there
 # are no NaNs or infinities: masked loads fill with -inf on purpose.
@@ -40,74 +41,6 @@ def _narrow_int(dtype: dt.DType) -> bool:
     """Integers under 64 bits: in a fused array expression Numba computes them in 64 bits, so
     a wrapped-around intermediate would not wrap; they get their own (NumPy-typed) array."""
     return dtype.is_int and dtype.bits < 64
-
-
-def _is_zero(value: Value) -> bool:
-    owner = value.owner
-    return owner is not None and owner.op is Op.CONST and owner.attrs["value"] == 0 \
-        and not (isinstance(owner.attrs["value"], float)
-                 and math.copysign(1.0, owner.attrs["value"]) < 0)
-
-
-def _rowwise_operands(op: Operation, affine: AffineAnalysis) -> list[Value] | None:
-    """The operands a row-wise load/store still reads (None: not row-wise)."""
-    if op.op not in (Op.LOAD, Op.STORE) or op.operands[0].type.is_scalar:
-        return None
-    if row_access(affine, op.operands[0]) is None:
-        return None
-    if op.op is Op.LOAD and len(op.operands) == 3 and _is_zero(op.operands[2]):
-        return op.operands[1:2]  # the row load already gives 0 off the mask
-    return op.operands[1:]
-
-
-def needed_values(fn: Function, affine: AffineAnalysis) -> set[int]:
-    """Values the generated code must compute: what effects, control flow and row-wise
-    accesses (through their mask, value and the scalars of their affine form) read."""
-    ops = list(walk(fn.body))
-    producers = {r.id: op for op in ops for r in op.results}
-    values = {v.id: v for op in ops for v in op.results}
-
-    def reads(op: Operation) -> list[Value]:
-        rowwise = _rowwise_operands(op, affine)
-        if rowwise is None:
-            return op.operands
-        form = affine.forms[op.operands[0].id]
-        ids = set(form.base[1])
-        for stride in form.strides:
-            if not isinstance(stride, int):
-                ids |= stride[1]
-        return rowwise + [values[i] for i in ids if i in values]
-
-    needed: set[int] = set()
-    work = [v for op in ops if op.op in NOT_PURE for v in reads(op)]
-    while work:
-        value = work.pop()
-        if value.id in needed:
-            continue
-        needed.add(value.id)
-        producer = producers.get(value.id)
-        if producer is not None:
-            work.extend(reads(producer))
-    return needed
-
-
-def single_uses(fn: Function) -> set[int]:
-    """Values used exactly once, by an op of the block that defines them."""
-    uses: dict[int, int] = {}
-    same_block: set[int] = set()
-
-    def visit(block: Block) -> None:
-        defined = {r.id for op in block.ops for r in op.results}
-        for op in block.ops:
-            for v in op.operands:
-                uses[v.id] = uses.get(v.id, 0) + 1
-                if v.id in defined:
-                    same_block.add(v.id)
-            for region in op.regions:
-                visit(region)
-
-    visit(fn.body)
-    return {i for i in same_block if uses[i] == 1}
 
 
 class CpuEmitter(DotAccumulation, PyEmitter):
@@ -373,7 +306,7 @@ class CpuEmitter(DotAccumulation, PyEmitter):
                 self.line(f"{res} = {value}")
             else:
                 # a zero `other` may go unrendered (row-wise loads need none)
-                fallback = literal(0, dtype) if other is None or _is_zero(other) else \
+                fallback = literal(0, dtype) if other is None or is_zero(other) else \
                     self.n(other)
                 self.line(f"{res} = {value} if {self.n(mask)} else {fallback}")
             return
@@ -387,7 +320,7 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         else:
             raw = f"load_t({arr}, {self.n(ptr)}, {self._tile(mask, ptr.type.shape)})"
         self.line(f"{res} = {conv}_t({raw})" if conv else f"{res} = {raw}")
-        if other is not None and not _is_zero(other):  # load_t already gives 0 off-mask
+        if other is not None and not is_zero(other):  # load_t already gives 0 off-mask
             self.line(f"{res} = np.where({self.n(mask)}, {res}, {self.n(other)})")
 
     def index(self, ptr: Value) -> str:
