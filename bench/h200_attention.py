@@ -68,36 +68,47 @@ SWEEP = [(bm, bn, w, s, d) for bm, bn, w in [(64, 64, 4), (64, 128, 4), (128, 64
          for s in (2, 3) for d in (False, True)]
 
 
+def time_candidates(candidates: list[tuple[object, object]], peer, label: str) -> list[dict]:
+    """Each ``(config, run)`` timed in turns with ``peer`` (three ``do_bench`` medians each);
+    a run that raises (e.g. out of shared memory) is reported. Rows sorted fastest first, the
+    six fastest printed after ``label``."""
+    import triton.testing
+    from gpu_bench_triton import medians_in_turns
+
+    rows = []
+    for config, run in candidates:
+        try:
+            run()
+        except Exception as err:  # noqa: BLE001 - reported in the row
+            rows.append({"config": config, "error": str(err).splitlines()[0]})
+            continue
+        peer_ms, mine = medians_in_turns(
+            lambda fn: triton.testing.do_bench(fn, return_mode="median"), peer, run, rounds=3)
+        rows.append({"config": config, "ratio": peer_ms / mine, "ours_ms": mine})
+    rows.sort(key=lambda row: -row.get("ratio", 0.0))
+    for row in rows[:6]:
+        print(f"  {label}: {json.dumps(row)}", flush=True)
+    return rows
+
+
 def sweep_one(batch: int, heads: int, seq: int, head_dim: int, dtype: str, causal: bool
               ) -> list[dict]:
     """Each SWEEP config in turns with torch; the rows sorted fastest first."""
     import torch
-    import triton.testing
-    from gpu_bench_triton import medians_in_turns
 
     shape = (batch, heads, seq, head_dim)
     q, k, v = (torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
                for _ in range(3))
     out = torch.empty_like(q)
     sdpa = torch.nn.functional.scaled_dot_product_attention
-    rows = []
-    for bm, bn, w, s, d in SWEEP:
-        def ours(bm=bm, bn=bn, w=w, s=s, d=d):
-            fa.attention(q, k, v, out, causal=causal, block_m=bm, block_n=bn, descriptors=d,
-                         num_warps=w, num_stages=s)
-        try:
-            ours()
-        except Exception as err:  # noqa: BLE001 - e.g. out of shared memory: reported
-            rows.append({"config": [bm, bn, w, s, d], "error": str(err).splitlines()[0]})
-            continue
-        peer, mine = medians_in_turns(
-            lambda fn: triton.testing.do_bench(fn, return_mode="median"),
-            lambda: sdpa(q, k, v, is_causal=causal), ours, rounds=3)
-        rows.append({"config": [bm, bn, w, s, d], "ratio": peer / mine, "ours_ms": mine})
-    rows.sort(key=lambda row: -row.get("ratio", 0.0))
-    for row in rows[:6]:
-        print(f"  {shape} {dtype} causal={causal}: {json.dumps(row)}", flush=True)
-    return rows
+
+    def ours(bm, bn, w, s, d):
+        return lambda: fa.attention(q, k, v, out, causal=causal, block_m=bm, block_n=bn,
+                                    descriptors=d, num_warps=w, num_stages=s)
+
+    candidates = [(list(config), ours(*config)) for config in SWEEP]
+    return time_candidates(candidates, lambda: sdpa(q, k, v, is_causal=causal),
+                           f"{shape} {dtype} causal={causal}")
 
 
 def each_case(shapes: str, dtypes: str) -> Iterator[tuple[int, int, int, int, str, bool]]:

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from h200_attention import each_case  # noqa: E402
+from h200_attention import each_case, time_candidates  # noqa: E402
 
 from cubepy.autotune import STATS  # noqa: E402
 from examples import flash_attention as fa  # noqa: E402
@@ -87,8 +87,6 @@ def sweep_one(batch: int, heads: int, seq: int, head_dim: int, dtype: str, causa
               ) -> list[dict]:
     """Each of the tuner's configs in turns with torch's backward; sorted fastest first."""
     import torch
-    import triton.testing
-    from gpu_bench_triton import medians_in_turns
 
     shape = (batch, heads, seq, head_dim)
     q, k, v, d_out = (torch.randn(shape, device="cuda", dtype=getattr(torch, dtype))
@@ -99,27 +97,17 @@ def sweep_one(batch: int, heads: int, seq: int, head_dim: int, dtype: str, causa
     grads = [torch.empty_like(q) for _ in range(3)]
     leaves = [x.detach().requires_grad_() for x in (q, k, v)]
     torch_out = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal)
-    rows = []
-    for config in fab.TUNING_CONFIGS:
-        def ours(c=config):
-            fab.attention_backward(q, k, v, out, lse, d_out, *grads, causal=causal,
-                                   block_kept=c.kwargs["KEPT"], block_step=c.kwargs["STEP"],
-                                   atomic_dq=c.kwargs["ATOMIC"], num_warps=c.num_warps,
-                                   num_stages=c.num_stages)
-        try:
-            ours()
-        except Exception as err:  # noqa: BLE001 - e.g. out of shared memory: reported
-            rows.append({"config": config.as_json(), "error": str(err).splitlines()[0]})
-            continue
-        peer, mine = medians_in_turns(
-            lambda fn: triton.testing.do_bench(fn, return_mode="median"),
-            lambda: torch.autograd.grad(torch_out, leaves, d_out, retain_graph=True), ours,
-            rounds=3)
-        rows.append({"config": config.as_json(), "ratio": peer / mine, "ours_ms": mine})
-    rows.sort(key=lambda row: -row.get("ratio", 0.0))
-    for row in rows[:6]:
-        print(f"  {shape} {dtype} causal={causal}: {json.dumps(row)}", flush=True)
-    return rows
+
+    def ours(c):
+        return lambda: fab.attention_backward(
+            q, k, v, out, lse, d_out, *grads, causal=causal, block_kept=c.kwargs["KEPT"],
+            block_step=c.kwargs["STEP"], atomic_dq=c.kwargs["ATOMIC"], num_warps=c.num_warps,
+            num_stages=c.num_stages)
+
+    candidates = [(c.as_json(), ours(c)) for c in fab.TUNING_CONFIGS]
+    return time_candidates(
+        candidates, lambda: torch.autograd.grad(torch_out, leaves, d_out, retain_graph=True),
+        f"{shape} {dtype} causal={causal}")
 
 
 def main() -> int:
