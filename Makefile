@@ -87,14 +87,15 @@ demo: $(DEMO_STAMP) runtime-dir $(if $(findstring wgsl,$(TARGET)),vulkan-drivers
 # In the cubepy suite every new triton specialization is also compiled ahead of time for sm_90
 # and gfx942, so the GPU code paths are checked on every run without a GPU; burn's op suite
 # (the same kernels' library, hundreds of specializations) runs them on the interpreter only.
-# The cubepy suite, which checks the compiler, builds cpu kernels at Numba's default
-# optimization, as users run them. burn's op suite checks what ~600 cpu kernels compute and
-# builds them unoptimized (NUMBA_OPT=0: 6 instead of 11 minutes on 2 cores), in caches of its
-# own so that no optimized process ever loads its binaries. Unoptimized code keeps Numba's
-# "dynamic globals" (addresses in the process), so Numba warns that it cannot cache such
-# kernels and cubepy gives them no native image: both expected here, the warning silenced.
+# The cubepy suite, which checks the compiler, builds cpu kernels at cubepy's default level
+# (CUBEPY_CPU_OPT=2), as users run them. burn's op suite checks what ~600 cpu kernels compute
+# and builds them unoptimized (CUBEPY_CPU_OPT=0, and NUMBA_OPT=0 for Numba's code generator:
+# 6 instead of 11 minutes on 2 cores), in caches of its own so that no optimized process ever
+# loads its binaries. Unoptimized code keeps Numba's "dynamic globals" (addresses in the
+# process), so Numba warns that it cannot cache such kernels and cubepy gives them no native
+# image: both expected here, the warning silenced.
 # Tests run on every core (xdist).
-BURN_TEST_ENV := NUMBA_OPT=0 NUMBA_CACHE_DIR=$(CACHE)/numba-opt0 CUBEPY_CACHE_DIR=$(CACHE)/cubepy-opt0
+BURN_TEST_ENV := CUBEPY_CPU_OPT=0 NUMBA_OPT=0 NUMBA_CACHE_DIR=$(CACHE)/numba-opt0 CUBEPY_CACHE_DIR=$(CACHE)/cubepy-opt0
 BURN_TEST_WARNINGS := -W "ignore:Cannot cache compiled function:numba.core.errors.NumbaWarning"
 test: $(DEV_STAMP) vulkan-drivers runtime-dir
 	@status=0; \

@@ -57,7 +57,7 @@ def test_reduce_ops_int32(backend, ref, rng, op):
 
 def test_float32_sums_round_as_a_tree(backend, rng):
     """4096 values near 1e6: a running float32 sum drifts by ~30 in the mean (the Cpu backend
-    did so unoptimized, NUMBA_OPT=0, as CI builds it, and var and layer_norm with it);
+    did so unoptimized, CUBEPY_CPU_OPT=0, as CI builds it, and var and layer_norm with it);
     partial sums added as a tree, as NumPy's and a GPU's sums, stay within a few units in
     the last place."""
     x = (1e6 + rng.standard_normal((2, 4096))).astype(np.float32)

@@ -105,7 +105,8 @@ def test_a_new_process_runs_the_image_without_numba(cache_dir, rng):
                           capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["numba"] is False
+    refusals = {p.name: p.read_text() for p in _images(cache_dir, ".numba")}
+    assert result["numba"] is False, (_images(cache_dir, ".native"), refusals)
     np.testing.assert_allclose(np.asarray(result["out"]), _softmax_reference(x, 2.0),
                                rtol=1e-5, atol=1e-7)
 
@@ -267,9 +268,9 @@ def test_an_image_never_holds_an_address_of_this_process():
 
 
 def test_an_unoptimized_kernel_holding_addresses_runs_through_numba(cache_dir, rng):
-    """Unoptimized (NUMBA_OPT=0), Numba leaves addresses of the building process in the
+    """Unoptimized (CUBEPY_CPU_OPT=0), Numba leaves addresses of the building process in the
     float16 rounding helpers' code; the image is refused, saying so, and Numba runs the kernel.
-    A process at that level is needed: Numba reads NUMBA_OPT once, when it is imported."""
+    A fresh process is needed: this one's helpers may already be compiled at another level."""
     x = (rng.standard_normal(300) * 50).astype(np.float16)
     child = textwrap.dedent("""
         import json, sys
@@ -280,7 +281,7 @@ def test_an_unoptimized_kernel_holding_addresses_runs_through_numba(cache_dir, r
         flagged_copy[(3,)](x, out, x.size, True, BLOCK=128)
         print(json.dumps(out.astype(np.float64).tolist()))
     """)
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), NUMBA_OPT="0")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), CUBEPY_CPU_OPT="0")
     proc = subprocess.run([sys.executable, "-c", child], input=json.dumps(x.tolist()),
                           capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
@@ -291,19 +292,55 @@ def test_an_unoptimized_kernel_holding_addresses_runs_through_numba(cache_dir, r
     assert why.read_text().startswith("holds addresses of this process: numba.dynamic.globals")
 
 
-def test_images_are_keyed_by_numbas_optimization_level(monkeypatch):
-    """An image compiled with NUMBA_OPT=0 (unoptimized, quick to build) is never loaded by a
-    process at the default level, nor the other way round."""
+def test_images_are_keyed_by_the_optimization_level(monkeypatch):
+    """An image compiled with CUBEPY_CPU_OPT=0 (unoptimized, quick to build) is never loaded by
+    a process at the default level, nor the other way round; Numba's own NUMBA_OPT does not
+    change the level of cubepy's kernels."""
     from cubepy.backends.cpu import native
 
-    monkeypatch.delenv("NUMBA_OPT", raising=False)
+    monkeypatch.delenv("CUBEPY_CPU_OPT", raising=False)
     config.reload()
     default = native.host_tag()
-    monkeypatch.setenv("NUMBA_OPT", "3")
-    config.reload()
-    assert native.host_tag() == default
+    monkeypatch.setenv("CUBEPY_CPU_OPT", "2")
     monkeypatch.setenv("NUMBA_OPT", "0")
     config.reload()
+    assert native.host_tag() == default
+    monkeypatch.setenv("CUBEPY_CPU_OPT", "0")
+    config.reload()
     assert native.host_tag() != default
+    monkeypatch.setenv("CUBEPY_CPU_OPT", "fast")
+    with pytest.raises(ValueError, match="CUBEPY_CPU_OPT='fast': expected an optimization level"):
+        config.reload()
     monkeypatch.undo()
     config.reload()
+
+
+def test_kernels_compile_at_cubepys_level_and_numbas_is_restored(cache_dir, rng, monkeypatch):
+    """The level Numba's pass builders see while a kernel compiles is CUBEPY_CPU_OPT's, on the
+    dispatcher path too (a kernel with a dot has no image); afterwards it is Numba's again."""
+    from numba.core import codegen
+    from numba.core import config as numba_config
+
+    seen: list[int] = []
+    build_passes = codegen.CPUCodegen._pass_builder
+
+    def recording(self, **kwargs):
+        seen.append(int(kwargs.get("opt", numba_config.OPT)))
+        return build_passes(self, **kwargs)
+
+    a = rng.standard_normal((32, 32)).astype(np.float32)
+    c = np.full_like(a, np.nan)
+    before = numba_config.OPT
+    assert int(before) != 1
+    with monkeypatch.context() as patch:
+        patch.setattr(codegen.CPUCodegen, "_pass_builder", recording)
+        patch.setenv("CUBEPY_CPU_OPT", "1")
+        # a NUMBA_* variable that changed makes Numba re-read them all as a compile starts
+        patch.setenv("NUMBA_OPT", str(int(before)))
+        config.reload()
+        tile_matmul[(1,)](a, a, c, K=32)  # K=32: a specialization no other test compiles
+    config.reload()
+    np.testing.assert_allclose(c, a @ a, rtol=1e-4, atol=1e-4)
+    assert numba_config.OPT == before
+    # the full pipelines run at 1; Numba asks for its "cheap" first pass at 0 explicitly
+    assert 1 in seen and set(seen) <= {0, 1}

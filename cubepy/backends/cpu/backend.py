@@ -25,7 +25,7 @@ from ...ir import dtypes as dt
 from ..base import TargetInfo, check_supported
 from ..blocks import drop_block_ops
 from ..hostarrays import host_view
-from . import native
+from . import native, opt_level
 from .codegen import generate
 from .debug_errors import out_of_bounds
 
@@ -116,8 +116,10 @@ class CpuKernel:
                 return native.load(image_path.read_bytes(), self.kinds)
             except (OSError, ValueError, RuntimeError):
                 pass  # unreadable or from another build: make it again below
+        grid_fn = self.grid_fn  # imported outside the compiler lock: imports take locks too
         try:
-            image = native.build(self.grid_fn, self.kinds, f"cubepy_entry_{stem}".replace(".", "_"))
+            with opt_level.compiling():
+                image = native.build(grid_fn, self.kinds, f"cubepy_entry_{stem}".replace(".", "_"))
         except (native.NoImage, RuntimeError, AttributeError) as why:
             # AttributeError/RuntimeError: an llvmlite without the API or that rejects the
             # module; the kernel still runs, through Numba, and the file says why
@@ -147,6 +149,7 @@ class CpuKernel:
                 t is not None or a.flags.writeable for a, t in zip(arrays, self.scalar_types)):
             self._launch_native(grid, arrays)
         elif self.has_dot and not self.debug:
+            self._compile_for(arrays)
             # each cube's dot calls BLAS; cubes already run on every core, so BLAS's own
             # threads would oversubscribe them (measured 6-9x slower on 2 cores)
             with _numba_blas().limit(limits=1):
@@ -162,7 +165,18 @@ class CpuKernel:
                         raise
                     raise located from None
         else:
+            self._compile_for(arrays)
             run_grid(self.grid_fn, grid, arrays, parallel=True)
+
+    def _compile_for(self, arrays: list[Any]) -> None:
+        """Has Numba compile the grid function for these arguments now, at cubepy's level,
+        rather than at its first call on a pool thread (at Numba's)."""
+        import numba
+
+        signature = (numba.int64,) * native.GRID_ARGS + tuple(numba.typeof(a) for a in arrays)
+        if signature not in self.grid_fn.overloads:
+            with opt_level.compiling():
+                self.grid_fn.compile(signature)
 
     def _launch_native(self, grid: tuple[int, int, int], values: list[Any]) -> None:
         args: list[Any] = []

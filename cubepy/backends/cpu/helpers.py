@@ -109,7 +109,7 @@ def rsum(x, dtype):
     # Partial sums, then a tree, as NumPy's pairwise sum and a GPU's tile sum round: 128
     # running sums (each of n/128 values, a contiguous inner loop that vectorizes) are added
     # by halves, so the error grows with n/128 + log2(128), not n. One running sum was as
-    # accurate only where LLVM vectorized it into partial sums: unoptimized (NUMBA_OPT=0), a
+    # accurate only where LLVM vectorized it into partial sums: unoptimized (CUBEPY_CPU_OPT=0), a
     # float32 mean of 4096 values near 1e6 was off by 30.
     m, n = x.shape
     out = np.zeros(m, dtype)

@@ -127,17 +127,17 @@ def scalar_kind(dtype: np.dtype) -> str:
 def host_tag() -> str:
     """What an image's machine code depends on besides the kernel: the CPU, the linker and
     the optimization level it was compiled at."""
-    return _host_tag(config.settings().numba_opt)
+    return _host_tag(config.settings().cpu_opt)
 
 
 @functools.cache
-def _host_tag(numba_opt: str) -> str:
+def _host_tag(cpu_opt: int) -> str:
     import llvmlite
     import llvmlite.binding as llvm
 
     text = "\n".join([FORMAT, llvmlite.__version__, llvm.get_process_triple(),
                       llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(),
-                      f"opt {numba_opt}"])
+                      f"opt {cpu_opt}"])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -312,7 +312,7 @@ def _unresolvable(module: Any) -> set[str]:
 def _process_addresses(module: Any) -> set[str]:
     """Numba's "dynamic globals" the entry still reaches: each holds an address in this
     process (of a Python object, a ctypes function, ...), meaningless in any other. Optimized
-    code drops them with the Python wrapper; with NUMBA_OPT=0 some survive."""
+    code drops them with the Python wrapper; at CUBEPY_CPU_OPT=0 some survive."""
     return {g.name for g in module.global_variables
             if g.name.startswith(DYNAMIC_GLOBAL_PREFIX) and not g.is_declaration}
 
