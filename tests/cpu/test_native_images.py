@@ -315,9 +315,12 @@ def test_images_are_keyed_by_the_optimization_level(monkeypatch):
     config.reload()
 
 
-def test_kernels_compile_at_cubepys_level_and_numbas_is_restored(cache_dir, rng, monkeypatch):
-    """The level Numba's pass builders see while a kernel compiles is CUBEPY_CPU_OPT's, on the
-    dispatcher path too (a kernel with a dot has no image); afterwards it is Numba's again."""
+@pytest.mark.parametrize("native_images", ["1", "0"])
+def test_kernels_compile_at_cubepys_level_and_numbas_is_restored(cache_dir, rng, monkeypatch,
+                                                                  native_images):
+    """The level Numba's pass builders see while a kernel compiles is CUBEPY_CPU_OPT's, when
+    an image is built and on the dispatcher path (no images: compiled before the first call);
+    afterwards Numba's level is its own again."""
     from numba.core import codegen
     from numba.core import config as numba_config
 
@@ -328,17 +331,19 @@ def test_kernels_compile_at_cubepys_level_and_numbas_is_restored(cache_dir, rng,
         seen.append(int(kwargs.get("opt", numba_config.OPT)))
         return build_passes(self, **kwargs)
 
-    a = rng.standard_normal((32, 32)).astype(np.float32)
+    size = 32 if native_images == "1" else 64  # specializations no other test compiles
+    a = rng.standard_normal((size, size)).astype(np.float32)
     c = np.full_like(a, np.nan)
     before = numba_config.OPT
     assert int(before) != 1
     with monkeypatch.context() as patch:
         patch.setattr(codegen.CPUCodegen, "_pass_builder", recording)
         patch.setenv("CUBEPY_CPU_OPT", "1")
+        patch.setenv("CUBEPY_CPU_NATIVE", native_images)
         # a NUMBA_* variable that changed makes Numba re-read them all as a compile starts
         patch.setenv("NUMBA_OPT", str(int(before)))
         config.reload()
-        tile_matmul[(1,)](a, a, c, K=32)  # K=32: a specialization no other test compiles
+        tile_matmul[(1,)](a, a, c, K=size)
     config.reload()
     np.testing.assert_allclose(c, a @ a, rtol=1e-4, atol=1e-4)
     assert numba_config.OPT == before
