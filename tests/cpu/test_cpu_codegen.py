@@ -218,10 +218,11 @@ def exps_kernel(x, out, n, B: cube.Comptime[int]):
 
 
 @pytest.mark.parametrize("target", ["cpu", "cpu:debug"])
-def test_lane_exp_is_within_an_ulp(target):
+def test_lane_exp_is_within_its_bound(target):
     """float32 exp and exp2 in lane loops are lane_exp's straight-line code (libm's expf does
-    not vectorize): within an ulp of float64 NumPy over the whole range, subnormal results
-    within one subnormal step, and expf's answers for NaN, the infinities and overflow."""
+    not vectorize): within 0.51 ulp of float64 NumPy over the whole range (lane_exp's bound;
+    subnormal results in subnormal steps), and expf's answers for NaN, the infinities and
+    overflow."""
     sweep = np.linspace(-110.0, 90.0, 40_000, dtype=np.float32)
     special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72, 88.73, 128.5, -103.9,
                         -150.0, -140.0, -126.5, 1e-30, -1e-30], np.float32)
@@ -236,5 +237,5 @@ def test_lane_exp_is_within_an_ulp(target):
             rounded = want.astype(np.float32)
             finite = np.isfinite(rounded)
             step = np.spacing(np.abs(rounded[finite])).astype(np.float64)
-            assert np.all(np.abs(got[finite] - want[finite]) <= step)
+            assert np.all(np.abs(got[finite] - want[finite]) <= 0.51 * step)
             assert np.array_equal(got[~finite], rounded[~finite], equal_nan=True)

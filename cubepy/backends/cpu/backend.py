@@ -84,6 +84,7 @@ class CpuKernel:
         self.source = generate(fn, debug)
         self.path = _write_module(self.source, debug)
         self._grid_fn: Any = None
+        self._compiled_keys: set[Any] = set()  # argument types the grid function has
         self.has_dot = any(op.op is Op.DOT for op in walk(fn.body))
         # per argument: None for an array, else the NumPy scalar type it is passed as
         self.scalar_types = [None if v.type.is_ptr else np.dtype(_register_dtype(v.type.dtype)).type
@@ -148,13 +149,8 @@ class CpuKernel:
         if self.entry is not None and all(
                 t is not None or a.flags.writeable for a, t in zip(arrays, self.scalar_types)):
             self._launch_native(grid, arrays)
-        elif self.has_dot and not self.debug:
-            self._compile_for(arrays)
-            # each cube's dot calls BLAS; cubes already run on every core, so BLAS's own
-            # threads would oversubscribe them (measured 6-9x slower on 2 cores)
-            with _numba_blas().limit(limits=1):
-                run_grid(self.grid_fn, grid, arrays, parallel=True)
-        elif self.debug:
+            return
+        if self.debug:
             # NumPy scalars warn where compiled code wraps around or gives inf/nan silently
             with np.errstate(all="ignore"):
                 try:
@@ -164,19 +160,29 @@ class CpuKernel:
                     if located is None:
                         raise
                     raise located from None
+            return
+        self._compile_for(arrays)
+        if self.has_dot:
+            # each cube's dot calls BLAS; cubes already run on every core, so BLAS's own
+            # threads would oversubscribe them (measured 6-9x slower on 2 cores)
+            with _numba_blas().limit(limits=1):
+                run_grid(self.grid_fn, grid, arrays, parallel=True)
         else:
-            self._compile_for(arrays)
             run_grid(self.grid_fn, grid, arrays, parallel=True)
 
     def _compile_for(self, arrays: list[Any]) -> None:
         """Has Numba compile the grid function for these arguments now, at cubepy's level,
-        rather than at its first call on a pool thread (at Numba's)."""
+        rather than at its first call on a pool thread (at Numba's). Keyed by what Numba's
+        types depend on: ``numba.typeof`` costs ~55 us a launch, the key ~4 us."""
+        key = tuple(map(_type_key, arrays))
+        if key in self._compiled_keys:
+            return
         import numba
 
         signature = (numba.int64,) * native.GRID_ARGS + tuple(numba.typeof(a) for a in arrays)
-        if signature not in self.grid_fn.overloads:
-            with opt_level.compiling():
-                self.grid_fn.compile(signature)
+        with opt_level.compiling():
+            self.grid_fn.compile(signature)
+        self._compiled_keys.add(key)
 
     def _launch_native(self, grid: tuple[int, int, int], values: list[Any]) -> None:
         args: list[Any] = []
@@ -190,6 +196,15 @@ class CpuKernel:
             # error_model='numpy' leaves allocation the one thing compiled code can fail at
             raise LaunchError(f"kernel '{self.fn.name}' failed in compiled code (out of memory?); "
                               "CUBEPY_DEBUG=1 runs it as Python to see where")
+
+
+def _type_key(value: Any) -> Any:
+    """What Numba's type of a launch argument depends on (dtype, layout, read-only, ...)."""
+    if not isinstance(value, np.ndarray):
+        return type(value)
+    flags = value.flags
+    return (value.dtype, value.ndim, flags.c_contiguous, flags.f_contiguous, flags.writeable,
+            flags.aligned)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
