@@ -42,11 +42,13 @@ OPS: dict[str, tuple[Callable, Callable]] = {
     "var": (lambda t, ax: t.var(ax), lambda a, ax: a.var(ax, ddof=1)),
     "softmax": (lambda t, ax: burn.softmax(t, ax), _np_softmax),
     "layer_norm": (lambda t, ax: burn.layer_norm(t, t.shape[-1]), _np_layer_norm),
+    "cumsum": (lambda t, ax: t.cumsum(ax), lambda a, ax: a.cumsum(ax)),
 }
 # the axes each op is probed along: layer_norm normalizes the last axis only
 AXES: dict[str, tuple[int | None, ...]] = {
     "sum": (1, 0, None), "mean": (1, 0), "max": (1, 0, None), "argmax": (1, 0),
     "var": (1, 0), "softmax": (1, 0), "layer_norm": (1,),
+    "cumsum": (1, 0),
 }
 SHAPES = ((4096, 4096), (65536, 64), (64, 65536))
 

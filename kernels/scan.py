@@ -2,7 +2,9 @@
 
 The other axes index ``n_rows`` rows (collapsed as in ``reduce``). ``cumsum`` scans
 ``(ROWS, BLOCK)`` tiles with the language's ``cumsum``, carrying each row's running total
-from one tile to the next (tall tiles when the rows are the contiguous axis). ``cumprod``
+from one tile to the next (tall tiles when the rows are the contiguous axis). On the cpu the
+tiles have one lane axis, ``(1, BLOCK)`` or ``(ROWS, 1)`` (``rows.lane_tile_shape``), which its
+backend runs as lane loops: a running sum along a row, or one per lane down tall rows. ``cumprod``
 has no builtin scan: one lane per row walks its row sequentially (``ROWS`` rows per cube),
 which reads coalesced when the rows are the contiguous axis and through the cache otherwise.
 
@@ -26,7 +28,18 @@ from cubepy.ir.dtypes import DType
 
 from .layout import Context, View, scalar
 from .reduce import chunk_end, chunk_totals
-from .rows import AxisRows, axis_rows, launch_options, pow2, row_problem, split_columns, tile_shape
+from .rows import (
+    CPU_TARGET_CUBES,
+    AxisRows,
+    axis_rows,
+    lane_splits,
+    lane_tile_shape,
+    launch_options,
+    pow2,
+    row_problem,
+    split_columns,
+    tile_shape,
+)
 from .strided import cube_rows
 
 SCAN_OPS = ("cumsum", "cumprod")
@@ -124,8 +137,13 @@ def _carries(ctx: Context, op: str, layout: AxisRows, axis: int, compute: DType,
 
 def _cumsum(ctx: Context, layout: AxisRows, axis: int, compute: DType, out: View) -> None:
     x, rows, n_cols = layout.x, layout.rows, layout.n_cols
-    tile_rows, block = tile_shape(ctx, rows.numel, n_cols, rows.rank == 0 and not layout.contig)
-    splits, chunk = split_columns(math.ceil(rows.numel / tile_rows), n_cols, block)
+    tall = rows.rank == 0 and not layout.contig
+    if ctx.target.startswith("cpu"):  # one lane axis: the backend's fused lane loops
+        tile_rows, block = lane_tile_shape(rows.numel, n_cols, tall)
+        splits, chunk = _lane_scan_splits(math.ceil(rows.numel / tile_rows), n_cols, block)
+    else:
+        tile_rows, block = tile_shape(ctx, rows.numel, n_cols, tall)
+        splits, chunk = split_columns(math.ceil(rows.numel / tile_rows), n_cols, block)
     carries = _carries(ctx, "cumsum", layout, axis, compute, splits, chunk)
     cumsum_kernel[(math.ceil(rows.numel / tile_rows), splits)](
         x.storage, x.offset, *rows.args(0), *rows.args(1), *rows.dim_args, rows.numel,
@@ -133,6 +151,14 @@ def _cumsum(ctx: Context, layout: AxisRows, axis: int, compute: DType, out: View
         scalar(0, compute), AT=compute, DT=out.dtype, CARRY=splits > 1, ROW_RANK=rows.rank,
         CONTIG=layout.contig, ROWS=tile_rows, BLOCK=block, target=ctx.target,
         **launch_options(ctx, tile_rows * block))
+
+
+def _lane_scan_splits(row_tiles: int, n_cols: int, block: int) -> tuple[int, int]:
+    """``lane_splits`` for a scan: a lane loop adds its row's values in order however long the
+    row, so a row is split (three launches, two passes over it) only to give idle cores work."""
+    if row_tiles >= CPU_TARGET_CUBES:
+        return 1, max(n_cols, 1)
+    return lane_splits(row_tiles, n_cols, block)
 
 
 def _cumprod(ctx: Context, layout: AxisRows, axis: int, compute: DType, out: View) -> None:
