@@ -91,6 +91,9 @@ class Op(enum.Enum):
     WHILE = "while"            # operands: *inits; regions: cond(*carried), body(*carried)
     IF = "if"                  # operands: cond; regions: then, else
     YIELD = "yield"            # terminator of every region
+    # compiler hints: the operand's value, with what it promises (Triton's multiple_of,
+    # max_contiguous, max_constancy); backends that cannot use a hint drop it
+    HINT = "hint"              # attrs: kind, values (one int per axis, or one for a scalar)
     # calls and debugging
     CALL = "call"              # attrs: callee (Function); removed by the inline pass
     PRINT = "print"            # attrs: prefix

@@ -251,6 +251,24 @@ def _dot(types: list[Type]) -> Type:
     return Type(acc.dtype, out)
 
 
+HINT_KINDS = ("multiple_of", "max_contiguous", "max_constancy")
+
+
+def _hint(t: Type, attrs: dict) -> Type:
+    if attrs["kind"] not in HINT_KINDS:
+        raise RuleError(f"unknown hint {attrs['kind']!r}; hints: {', '.join(HINT_KINDS)}")
+    values = attrs["values"]
+    axes = max(1, len(t.shape))
+    if len(values) != axes:
+        raise RuleError(f"{attrs['kind']} needs {axes} value{'s' if axes > 1 else ''} (one per "
+                        f"axis of the {t.shape} tile), got {len(values)}",
+                        f"pass a tuple of {axes} compile-time ints")
+    if not t.is_ptr and not t.dtype.is_int:
+        raise RuleError(f"{attrs['kind']} applies to integers and pointers, not {t.dtype.name}",
+                        "hint the integer offsets, before they are added to the array")
+    return t
+
+
 def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
     """The result types of ``op`` on operands of ``types``; RuleError if it is ill-typed."""
     if op in BINARY or op in COMPARE:
@@ -306,6 +324,8 @@ def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
         return [_reduction(op, types[0], attrs)]
     if op is Op.DOT:
         return [_dot(types)]
+    if op is Op.HINT:
+        return [_hint(types[0], attrs)]
     if op is Op.PRINT or op is Op.YIELD:
         return []
     raise RuleError(f"no type rule for {op.value}")  # control flow is typed by its regions

@@ -204,6 +204,11 @@ def full(shape: tuple[int, ...], value: Any, dtype: Any) -> Any:
 
 
 @_builtin
+def zeros_like(x: Any) -> Any:
+    """A tile of zeros with ``x``'s shape and dtype (``zeros(x.shape, x.dtype)``)."""
+
+
+@_builtin
 def load(pointer: Any, mask: Any = None, other: Any = None) -> Any:
     """Load the elements ``pointer`` addresses; masked-off ones give ``other``."""
 
@@ -307,6 +312,44 @@ def fma(x: Any, y: Any, z: Any) -> Any:
 @_builtin
 def where(cond: Any, x: Any, y: Any) -> Any:
     """``x`` where ``cond`` else ``y``, broadcast."""
+
+
+@_builtin
+def clamp(x: Any, min: Any, max: Any) -> Any:  # noqa: A002 - Triton's parameter names
+    """``x`` limited to ``[min, max]``, broadcast: ``minimum(maximum(x, min), max)``, so a
+    NaN anywhere gives NaN, as NumPy's ``clip``."""
+
+
+@_builtin
+def multiple_of(x: Any, values: Any) -> Any:
+    """``x``, with the promise that it is a multiple of ``values`` (a tile: one int per axis,
+    which Triton reads as the divisibility of the first element of each contiguous run, so
+    ``multiple_of(start + arange(0, B), B)`` promises that ``start`` is). Triton uses it to
+    vectorize loads; the other targets ignore it. A broken promise gives wrong results there.
+
+    Example:
+        >>> start = cube.multiple_of(cube.cube_pos(0) * BLOCK, BLOCK)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def max_contiguous(x: Any, values: Any) -> Any:
+    """``x``, with the promise that its elements run in steps of one over groups of
+    ``values`` (one int per axis). Triton uses it to vectorize loads; the others ignore it.
+
+    Example:
+        >>> offs = cube.max_contiguous(offs % n, BLOCK)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def max_constancy(x: Any, values: Any) -> Any:
+    """``x``, with the promise that its elements are equal over groups of ``values`` (one
+    int per axis). Triton uses it; the other targets ignore it.
+
+    Example:
+        >>> rows = cube.max_constancy(offs // 64, 64)  # doctest: +SKIP
+    """
 
 
 @_builtin

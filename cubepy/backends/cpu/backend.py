@@ -23,7 +23,7 @@ from ...errors import LaunchError
 from ...ir import Function, Op, walk
 from ...ir import dtypes as dt
 from ..base import TargetInfo, check_supported
-from ..blocks import drop_block_ops
+from ..blocks import drop_gpu_only_ops
 from ..hostarrays import host_view
 from . import native, opt_level
 from .codegen import generate
@@ -287,4 +287,4 @@ class CpuBackend:
 
     def compile(self, fn: Function, options: dict[str, Any]) -> CpuKernel:
         check_supported(fn, INFO)
-        return CpuKernel(drop_block_ops(fn), self.debug)
+        return CpuKernel(drop_gpu_only_ops(fn), self.debug)

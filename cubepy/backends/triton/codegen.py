@@ -328,6 +328,9 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             self.reduction(op)
         elif kind is Op.DOT:
             self.dot(op)
+        elif kind is Op.HINT:
+            values = list(op.attrs["values"])
+            self.assign(op, f"tl.{op.attrs['kind']}({self.n(op.operands[0])}, {values})")
         elif kind is Op.PRINT:
             values = "".join(f", {self.n(v)}" for v in op.operands)
             self.line(f"tl.device_print({op.attrs['prefix']!r}{values})")

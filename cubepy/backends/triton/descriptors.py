@@ -99,7 +99,7 @@ def _bound(op: Operation, operands: list[float]) -> float:
         return 0
     if kind is Op.CUBE_COUNT:
         return 1
-    if kind is Op.CAST:
+    if kind is Op.CAST or kind is Op.HINT:
         return operands[0]
     if kind is Op.ADD:
         return operands[0] + operands[1]

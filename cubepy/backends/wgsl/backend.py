@@ -20,7 +20,7 @@ import numpy as np
 from ...errors import LaunchError, UnshownPrintWarning, format_message, user_stacklevel
 from ...ir import Function, Op, walk
 from ..base import TargetInfo, check_supported
-from ..blocks import drop_block_ops
+from ..blocks import drop_gpu_only_ops
 from ..hostarrays import host_view
 
 _why: str | None = None
@@ -295,7 +295,7 @@ class WgslBackend:
     def compile(self, fn: Function, options: dict[str, Any]) -> WgslKernel:
         check_supported(fn, self.info())
         _warn_of_prints(fn)
-        return WgslKernel(drop_block_ops(fn), self, options)
+        return WgslKernel(drop_gpu_only_ops(fn), self, options)
 
 
 def _warn_of_prints(fn: Function) -> None:

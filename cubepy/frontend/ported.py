@@ -1,0 +1,61 @@
+"""Lowering of the builtins that Triton kernels use and cubepy spells the same way, so that
+they port by renaming ``tl.`` to ``cube.``: the compiler hints (``multiple_of``,
+``max_contiguous``, ``max_constancy``), ``clamp`` and ``zeros_like``.
+
+A hint becomes a ``HINT`` op that the ``triton`` backend renders as Triton's own call and the
+other backends drop (``cubepy/backends/blocks.py``); ``clamp`` and ``zeros_like`` are built
+from other ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ir import Op, Value
+from ..ir.rules import RuleError
+from .builtins import _full, _maximum, _minimum, lowering
+from .semantics import is_value, plain_int
+
+
+def _hint_values(kind: str, values: Any, rank: int) -> tuple[int, ...]:
+    """``values`` as one positive int per axis (one int stands for every axis)."""
+    given = values = plain_int(values)
+    if isinstance(values, int) and not isinstance(values, bool):
+        values = (values,) * max(1, rank)
+    if isinstance(values, (tuple, list)):
+        values = tuple(plain_int(v) for v in values)
+    if not isinstance(values, tuple) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values):
+        got = "a run-time value" if is_value(given) else repr(given)
+        raise RuleError(f"cube.{kind}() needs positive compile-time ints, got {got}",
+                        f"pass a literal or a cube.Comptime[int], e.g. cube.{kind}(x, 16)")
+    return values
+
+
+def _hint(kind: str) -> Any:
+    def lower(ctx: Any, x: Any, values: Any) -> Any:
+        if not is_value(x):
+            _hint_values(kind, values, 0)
+            return x  # a compile-time number: there is nothing for the compiler to learn
+        return ctx.b.emit(Op.HINT, x, kind=kind,
+                          values=_hint_values(kind, values, len(x.type.shape)))
+    return lower
+
+
+for _kind in ("multiple_of", "max_contiguous", "max_constancy"):
+    lowering(_kind)(_hint(_kind))
+
+
+@lowering("clamp")
+def _clamp(ctx: Any, x: Any, min: Any, max: Any) -> Any:  # noqa: A002 - the stub's names
+    return _minimum(ctx, _maximum(ctx, x, min), max)
+
+
+@lowering("zeros_like")
+def _zeros_like(ctx: Any, x: Any) -> Value:
+    if not is_value(x) or x.type.is_ptr:
+        what = "a pointer tile" if is_value(x) else repr(x)
+        raise RuleError(f"cube.zeros_like() needs a tile or a run-time scalar, got {what}",
+                        "write cube.zeros(shape, dtype)")
+    if not x.type.shape:
+        return ctx.b.const(0, x.type.dtype)
+    return _full(ctx, x.type.shape, 0, x.type.dtype)
