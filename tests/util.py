@@ -175,3 +175,13 @@ def run_or_expect_unsupported(
     assert target_name in message or target in message, message
     assert any(re.search(rf"\b{m}\b", message) for m in missing), (missing, message)
     return False
+
+
+def assert_points_at_the_line(launch: Callable[[], object], message: str, test_file: str
+                              ) -> None:
+    """``launch`` raises a ``cube.CompileError`` that says ``message``, names ``test_file``
+    (where the kernel is written) and shows the line with a caret."""
+    with pytest.raises(cube.CompileError) as info:
+        launch()
+    text = str(info.value)
+    assert message in text and test_file in text and "^" in text, text
