@@ -1,11 +1,11 @@
 """Random numbers: counter-based Threefry-2x32 (20 rounds) in uint32 arithmetic.
 
 Every random bit is a pure function of a 64-bit key (the seed) and a 64-bit counter, computed
-with uint32 additions, xors and shifts only (no multiply-high, which the language lacks), so
-``cpu``, ``triton`` and ``wgsl`` produce the same bits, and NumPy can reproduce them
-(``burn.backend.numpy.random``). The generator is Threefry-2x32-20 of Salmon et al., "Parallel
-random numbers: as easy as 1, 2, 3" (SC'11), the one JAX uses by default; it passes
-TestU01's BigCrush.
+with uint32 additions, xors and shifts only (no multiply-high: ``cube.umulhi`` costs 16-bit
+halves on ``wgsl``), so ``cpu``, ``triton`` and ``wgsl`` produce the same bits, and NumPy can
+reproduce them (``burn.backend.numpy.random``). The generator is Threefry-2x32-20 of Salmon
+et al., "Parallel random numbers: as easy as 1, 2, 3" (SC'11), the one JAX uses by default;
+it passes TestU01's BigCrush.
 
 Counters: a launch is given a ``Stream`` (key, first counter). Draw ``j`` of element ``i`` of
 an ``n``-element result uses the counter ``stream.counter + j * n + i``; one draw gives two

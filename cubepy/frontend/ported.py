@@ -1,6 +1,6 @@
 """Lowering of the builtins that Triton kernels use and cubepy spells the same way, so that
 they port by renaming ``tl.`` to ``cube.``: the compiler hints (``multiple_of``,
-``max_contiguous``, ``max_constancy``), ``clamp`` and ``zeros_like``.
+``max_contiguous``, ``max_constancy``), ``umulhi``, ``clamp`` and ``zeros_like``.
 
 A hint becomes a ``HINT`` op that the ``triton`` backend renders as Triton's own call and the
 other backends drop (``cubepy/backends/blocks.py``); ``clamp`` and ``zeros_like`` are built
@@ -13,7 +13,7 @@ from typing import Any
 from ..ir import Op, Value
 from ..ir.rules import RuleError
 from .builtins import _full, _maximum, _minimum, lowering
-from .semantics import is_value, plain_int
+from .semantics import binary, is_value, plain_int
 
 
 def _hint_values(kind: str, values: Any, rank: int) -> tuple[int, ...]:
@@ -43,6 +43,14 @@ def _hint(kind: str) -> Any:
 
 for _kind in ("multiple_of", "max_contiguous", "max_constancy"):
     lowering(_kind)(_hint(_kind))
+
+
+@lowering("umulhi")
+def _umulhi(ctx: Any, x: Any, y: Any) -> Value:
+    if not is_value(x) and not is_value(y):
+        raise RuleError("cube.umulhi() needs a run-time operand; both are compile-time numbers",
+                        "compute it in Python: ((x & 0xFFFFFFFF) * (y & 0xFFFFFFFF)) >> 32")
+    return binary(ctx.b, Op.UMULHI, x, y)
 
 
 @lowering("clamp")

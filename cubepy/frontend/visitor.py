@@ -15,7 +15,7 @@ from ..errors import CompileError
 from ..ir import Block, Builder, Function, Op, Param, Type, Value
 from ..ir.rules import RuleError
 from ..lang import builtins as B
-from . import control, ported  # noqa: F401 - ported registers its builtins' lowerings
+from . import control, ported, random  # noqa: F401 - they register builtins' lowerings
 from .builtins import call_builtin
 from .descriptors import TensorDescriptor
 from .pycalls import call_python, call_to, describe, did_you_mean, unknown_name_hint

@@ -57,6 +57,7 @@ class Op(enum.Enum):
     SIGMOID = "sigmoid"
     FLOOR = "floor"
     CEIL = "ceil"
+    UMULHI = "umulhi"          # int32/uint32: the high word of the 64-bit unsigned product
     # elementwise ternary
     FMA = "fma"
     WHERE = "where"
@@ -109,7 +110,8 @@ MATH = frozenset({
     Op.EXP, Op.EXP2, Op.LOG, Op.LOG2, Op.SQRT, Op.RSQRT, Op.SIN, Op.COS, Op.TANH, Op.ERF,
     Op.SIGMOID,
 })
-ELEMENTWISE = BINARY | COMPARE | UNARY | MATH | {Op.FMA, Op.WHERE, Op.CAST, Op.PTR_ADD}
+ELEMENTWISE = BINARY | COMPARE | UNARY | MATH | {Op.UMULHI, Op.FMA, Op.WHERE, Op.CAST,
+                                                 Op.PTR_ADD}
 LAYOUT = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
 CONTROL = frozenset({Op.FOR, Op.WHILE, Op.IF})
 # Ops with effects: never removed by DCE, never merged by CSE.

@@ -287,6 +287,12 @@ def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
         shape = tuple(attrs["shape"])
         check_tile_shape(shape)
         return [Type(types[0].dtype, shape)]
+    if op is Op.UMULHI:
+        dtype = _same_dtype(op, types)
+        if dtype.name not in ("int32", "uint32"):
+            raise RuleError(f"umulhi takes int32 or uint32 operands, got {dtype.name}",
+                            "cast the operands with .to(cube.uint32)")
+        return [Type(dtype, _elementwise_shape(types))]
     if op is Op.FMA:
         dtype = _same_dtype(op, types)
         if not dtype.is_float:

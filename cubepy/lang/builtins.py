@@ -321,6 +321,16 @@ def clamp(x: Any, min: Any, max: Any) -> Any:  # noqa: A002 - Triton's parameter
 
 
 @_builtin
+def umulhi(x: Any, y: Any) -> Any:
+    """The high 32 bits of the 64-bit product of ``x`` and ``y`` (int32 or uint32, taken as
+    their unsigned bit patterns, as Triton's ``umulhi``), in their dtype.
+
+    Example:
+        >>> hi = cube.umulhi(a, cube.full(a.shape, 0xD2511F53, cube.uint32))  # doctest: +SKIP
+    """
+
+
+@_builtin
 def multiple_of(x: Any, values: Any) -> Any:
     """``x``, with the promise that it is a multiple of ``values`` (a tile: one int per axis,
     which Triton reads as the divisibility of the first element of each contiguous run, so
@@ -429,3 +439,6 @@ def device_print(prefix: str, *values: Any) -> None:
 
 program_id = cube_pos
 num_programs = cube_count
+
+# the random builtins' stubs live beside this module; imported last, as they use _builtin
+from .random import philox, rand, rand4x, randint, randint4x, randn, randn4x  # noqa: E402, F401

@@ -37,6 +37,24 @@ def test_grid_as_callable(target, rng):
     assert seen and seen[0]["BLOCK"] == 256
 
 
+@cube.kernel
+def names_targets_use(uniform, storage, read, max, select, n, BLOCK: cube.Comptime[int]):
+    # each argument is named after a word of a target's language: WGSL's address spaces and
+    # access modes, its builtin functions (an argument named `uniform` once broke `var<uniform>`)
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    exp = cube.load(uniform + offs, mask=offs < n)
+    cube.store(storage + offs, cube.minimum(exp, max) + select, mask=offs < n)
+    cube.store(read + offs, exp, mask=offs < n)
+
+
+def test_arguments_named_after_a_targets_words(target, rng):
+    n = 300
+    x, out, copy = random_array(rng, n, "float32"), poison(n, "float32"), poison(n, "float32")
+    names_targets_use[(cdiv(n, 128),)](x, out, copy, 0.25, 1.0, n, BLOCK=128, target=target)
+    assert_close(out, np.minimum(x, np.float32(0.25)) + 1.0)
+    assert_close(copy, x)
+
+
 def test_grid_lambda(target, rng):
     n = 777
     x, y, out = _axpy_data(rng, n)

@@ -193,6 +193,8 @@ class CpuEmitter(DotAccumulation, PyEmitter):
             self.set(op, f"{one} / ({one} + np.exp(-{self.n(x)}))")
         elif kind is Op.ERF:
             self.set(op, f"erf({self.n(op.operands[0])})")
+        elif kind is Op.UMULHI:
+            self.set(op, self._umulhi(op))
         elif kind is Op.FMA:
             a, b, c = (self.n(v) for v in op.operands)
             self.set(op, f"{a} * {b} + {c}")
@@ -250,6 +252,17 @@ class CpuEmitter(DotAccumulation, PyEmitter):
             self.set(op, f"fpow({self.n(a)}, {self.n(b)})")  # see helpers.fpow
             return
         self.set(op, f"{self.n(a)} {sym} {self.n(b)}")
+
+    def _umulhi(self, op: Operation) -> str:
+        """The high word of the 64-bit product of the operands' unsigned bit patterns: a
+        conversion to a narrower or same-width integer keeps the low bits (wraps), in NumPy
+        and in Numba, for scalars and for tiles."""
+        wide = [f"np.uint64(np.uint32({self.n(v)}))" if v.type.is_scalar
+                else f"{self.n(v)}.astype(np.uint32).astype(np.uint64)" for v in op.operands]
+        high = f"({wide[0]} * {wide[1]}) >> np.uint64(32)"
+        if op.result.type.is_scalar:
+            return high  # set() converts it to the result's dtype
+        return f"({high}).astype({reg(op.result.type.dtype)})"
 
     def _guarded_shift(self, op: Operation) -> str:
         """NumPy's shift for any amount: by the width or more, or by a negative amount, ``<<``

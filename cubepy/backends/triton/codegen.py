@@ -299,6 +299,8 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             self.in_f32(op, TL_MATH[kind])
         elif kind is Op.TANH:
             self.in_f32(op, self.extern("tanh"))
+        elif kind is Op.UMULHI:
+            self.assign(op, f"tl.umulhi({self.n(op.operands[0])}, {self.n(op.operands[1])})")
         elif kind is Op.FMA:
             self.in_f32(op, "tl.fma")
         elif kind is Op.WHERE:

@@ -145,6 +145,8 @@ class OpsMixin:
         if kind is Op.SIGMOID:
             one = ty.literal(1, dtype)
             return f"({one} / ({one} + exp(-{args[0]})))"
+        if kind is Op.UMULHI:
+            return f"{self.use_helper('umulhi', t)}({args[0]}, {args[1]})"
         if kind is Op.FMA:
             return f"fma({args[0]}, {args[1]}, {args[2]})"
         if kind is Op.WHERE:

@@ -24,7 +24,9 @@ STORAGE = {
     "float16": "f16", "float64": "f64",
 }
 
-# WGSL keywords and reserved words a kernel argument could be named after (others get a suffix).
+# WGSL keywords and reserved words a kernel argument could be named after (others get a suffix),
+# and the predeclared names a declaration would shadow: address spaces and access modes (an
+# argument named `uniform` broke `var<uniform>`), type aliases and builtin functions.
 RESERVED = frozenset("""
 alias array atomic bitcast bool break case const const_assert continue continuing default
 diagnostic discard else enable f16 f32 f64 false fn for if i32 i64 let loop mat2x2 override
@@ -43,6 +45,17 @@ static_assert static_cast std subroutine super target template this thread_local
 try type typedef typeid typename typeof union unless unorm unsafe unsized use using varying
 virtual volatile wgsl where with writeonly yield
 main lid params wid nwg
+function private workgroup uniform storage read write read_write
+vec2f vec3f vec4f vec2h vec3h vec4h vec2i vec3i vec4i vec2u vec3u vec4u mat2x3 mat2x4 mat3x2
+mat3x3 mat3x4 mat4x2 mat4x3 mat4x4
+abs acos acosh all any arrayLength asin asinh atan atan2 atanh ceil clamp cos cosh
+countLeadingZeros countOneBits countTrailingZeros cross degrees determinant distance dot exp
+exp2 extractBits faceForward firstLeadingBit firstTrailingBit floor fma fract frexp insertBits
+inverseSqrt ldexp length log log2 max min mix modf normalize pow quantizeToF16 radians reflect
+refract reverseBits round saturate select sign sin sinh smoothstep sqrt step tan tanh transpose
+trunc atomicLoad atomicStore atomicAdd atomicSub atomicMax atomicMin atomicAnd atomicOr
+atomicXor atomicExchange atomicCompareExchangeWeak storageBarrier workgroupBarrier
+workgroupUniformLoad
 """.split())
 
 
@@ -229,6 +242,20 @@ HELPERS = {
     let t = exp(-2.0 * a);
     let r = select(({O} - t) / ({O} + t), a + a * a2 * p, a < 0.3);
     return select(r, -r, x < {Z});
+}}""",
+    # The high word of the 64-bit product of two 32-bit bit patterns, from 16-bit halves (WGSL
+    # has no 64-bit integers everywhere): `mid` adds at most 0xffff + 0xffff + 0xfffe0001,
+    # which fits in 32 bits, and the high word cannot overflow.
+    "umulhi": """fn umulhi_{T}(a: {T}, b: {T}) -> {T} {{
+    let x = bitcast<u32>(a);
+    let y = bitcast<u32>(b);
+    let x0 = x & 0xffffu;
+    let x1 = x >> 16u;
+    let y0 = y & 0xffffu;
+    let y1 = y >> 16u;
+    let cross = x1 * y0;
+    let mid = ((x0 * y0) >> 16u) + (cross & 0xffffu) + x0 * y1;
+    return bitcast<{T}>(x1 * y1 + (cross >> 16u) + (mid >> 16u));
 }}""",
     "erf": """fn erf_{T}(x: {T}) -> {T} {{
     // |error| < 1.2e-7 (Numerical Recipes' erfc by a Chebyshev fit).
