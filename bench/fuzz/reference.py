@@ -229,9 +229,10 @@ class Reference:
             return V(np.where(cond, a.val, b.val).astype(npd(d)), np.where(cond, a.err, b.err),
                      c.unk | np.where(cond, a.unk, b.unk), np.where(cond, a.zs, b.zs))
         if op == "fma":
-            d = n.value
-            x, y, z = (self.operand(a, n.dtype) for a in n.args)
-            dd = n.dtype
+            d, dd = n.value, n.dtype
+            # as the language does: the operands meet in their common dtype (int32 and uint32
+            # in uint32), then that converts to the float dtype fma computes in
+            x, y, z = (cast_v(self.operand(a, d), d, dd) for a in n.args)
             fn = lambda p, q, s: p * q + s  # noqa: E731
             with np.errstate(all="ignore"):
                 centre, dev, flip = probe(fn, [wide(x.val, dd), wide(y.val, dd),

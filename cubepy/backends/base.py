@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from ..errors import UnsupportedError
 from ..ir import Function, Loc, Op, Operation, Value, walk
 
@@ -93,3 +95,33 @@ def shift_in_range(op: Operation) -> bool:
     if amount is None or amount.op is not Op.CONST:
         return False
     return 0 <= int(amount.attrs["value"]) < op.operands[0].type.dtype.bits
+
+
+# ops whose result is a 16-bit float value when their value operands are
+_KEEPS_HALF_VALUES = {Op.BROADCAST: (0,), Op.EXPAND_DIMS: (0,), Op.RESHAPE: (0,),
+                      Op.PERMUTE: (0,), Op.FULL: (0,), Op.NEG: (0,), Op.ABS: (0,),
+                      Op.WHERE: (1, 2), Op.MAXIMUM: (0, 1), Op.MINIMUM: (0, 1)}
+
+
+def holds_half_value(value: Value, depth: int = 8) -> bool:
+    """Whether a float16 or bfloat16 ``value``, which the cpu and wgsl targets keep in a float32
+    register, surely holds a value of its dtype already: a load (with such an ``other``), a
+    cast to it, a constant it represents, or moves and selections of those. Arithmetic leaves
+    float32's result unrounded until a cast or store; those need to round only other values."""
+    owner = value.owner
+    if owner is None or depth == 0:
+        return False
+    if owner.op is Op.CAST:
+        return True
+    if owner.op is Op.LOAD:
+        return len(owner.operands) < 3 or holds_half_value(owner.operands[2], depth - 1)
+    if owner.op is Op.CONST:
+        try:
+            host = value.type.dtype.numpy
+        except TypeError:  # bfloat16 without ml_dtypes: round to be safe
+            return False
+        number = float(owner.attrs["value"])
+        return number != number or float(np.array(number, host)) == number
+    operands = _KEEPS_HALF_VALUES.get(owner.op)
+    return operands is not None and all(
+        holds_half_value(owner.operands[i], depth - 1) for i in operands)

@@ -425,3 +425,35 @@ def test_int64_with_int32_operands(target, rng):
                     np.where(y64 > 2, x, -x), x << 5]
     for got, want in zip(outs, expected):
         np.testing.assert_array_equal(got, want)
+
+
+@cube.kernel
+def cast_after_arithmetic(x, wide, single, whole, n, BLOCK: cube.Comptime[int],
+                          ROWS: cube.Comptime[int]):
+    # ROWS > 1: a 2-D tile, which the cpu target runs in its tile form rather than lane loops
+    offs = cube.arange(0, ROWS)[:, None] * BLOCK + cube.arange(0, BLOCK)[None, :]
+    m = offs < n
+    v = cube.load(x + offs, mask=m)
+    cube.store(wide + offs, cube.exp(v).to(cube.float64), mask=m)
+    cube.store(single + offs, (v * 3.0).to(cube.float32), mask=m)
+    cube.store(whole + offs, (v * 3.0).to(cube.int32), mask=m)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy's overflow under the interpreter
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("rows", [1, 2])
+def test_a_cast_reads_the_16_bit_value(target, dtype, rows):
+    """Arithmetic on float16 and bfloat16 may run in float32 registers (cpu, wgsl, bfloat16 on
+    Triton's interpreter), but a cast reads the value of the tile's dtype, as NumPy and the GPUs
+    do: float16 exp(12.79) is inf as a float64, not 358277, and 683 * 3 in bfloat16 is 2048."""
+    x = np.array([12.7890625, 1.0, 683.0, 0.1, -7.3, 3e-3, 100.0, 2.0], np_dtype(dtype))
+    n = x.size
+    wide, single, whole = poison(n, "float64"), poison(n, "float32"), poison(n, "int32")
+    if not run_or_expect_unsupported(target, [dtype], lambda: cast_after_arithmetic[(1,)](
+            x, wide, single, whole, n, BLOCK=8 // rows, ROWS=rows, target=target)):
+        return
+    as_float = x.astype(np.float32)
+    tripled = (as_float * 3).astype(x.dtype).astype(np.float32)
+    np.testing.assert_array_equal(wide, np.exp(as_float).astype(x.dtype).astype(np.float64))
+    np.testing.assert_array_equal(single, tripled)
+    np.testing.assert_array_equal(whole, tripled.astype(np.int32))

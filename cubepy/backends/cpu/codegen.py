@@ -14,7 +14,7 @@ from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.ops import NOT_PURE
 from ...ir.rules import reduce_dtype
-from ..base import shift_in_range
+from ..base import holds_half_value, shift_in_range
 from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access
 from .dots import DotAccumulation
@@ -289,6 +289,12 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         (x,) = op.operands
         dst = op.result.type.dtype
         name = self.n(x)
+        src = x.type.dtype
+        if src.name in HALF and dst != src and not holds_half_value(x):
+            # a 16-bit float's register holds float32 arithmetic's result: the cast reads the
+            # 16-bit value (exp(12.8) in float16 is inf, not 358277), as stores do
+            suffix = "s" if x.type.is_scalar else "t"
+            name = f"{'round_f16' if src.name == 'float16' else 'round_bf16'}_{suffix}({name})"
         if dst.is_bool:
             expr = f"{name} != 0"
         elif dst.name in HALF:

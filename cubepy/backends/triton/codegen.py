@@ -33,7 +33,7 @@ import numpy as np
 from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.rules import reduce_dtype
-from ..base import shift_in_range
+from ..base import holds_half_value, shift_in_range
 from ..pyemit import PyEmitter
 from .arith import HALF, ArithMixin
 from .descriptors import BlockCopyEmitter
@@ -350,11 +350,17 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
     def cast(self, op: Operation) -> None:
         (x,) = op.operands
         src, dst = self.reg(x.type.dtype), op.result.type.dtype
+        value = self.n(x)
+        if src != x.type.dtype and dst != x.type.dtype and not holds_half_value(x):
+            # bfloat16 on the interpreter: its float32 register holds arithmetic's unrounded
+            # result, and the cast reads the bfloat16 value, as the cpu and wgsl targets do
+            self.helpers.add("_round_bf16")
+            value = f"_round_bf16({value})"
         if self.interpret and dst.name == "bfloat16":
             self.helpers.add("_round_bf16")
-            self.assign(op, f"_round_bf16({self.to(self.n(x), src, dt.float32)})")
+            self.assign(op, f"_round_bf16({self.to(value, src, dt.float32)})")
         else:
-            self.assign(op, self.to(self.n(x), src, self.reg(dst)))
+            self.assign(op, self.to(value, src, self.reg(dst)))
 
     def _masked_args(self, mask: Value | None, other: str | None) -> str:
         text = f", mask={self.n(mask)}" if mask is not None else ""

@@ -8,7 +8,7 @@ import math
 import re
 
 from ...ir import Op, Operation
-from ..base import constant_value, nonzero_constant, shift_in_range
+from ..base import constant_value, holds_half_value, nonzero_constant, shift_in_range
 from . import codegen_float as cf
 from . import codegen_types as ty
 from .codegen_f64 import F64_HELPERS, f64_call
@@ -152,5 +152,8 @@ class OpsMixin:
         if kind is Op.WHERE:
             return f"select({args[2]}, {args[1]}, {args[0]})"
         if kind is Op.CAST:
-            return ty.convert(args[0], dtype, op.result.type.dtype)
+            value = args[0]
+            if dtype.name == "float16" and not holds_half_value(x):
+                value = f"f32(f16({value}))"  # f32 arithmetic's result, read as float16
+            return ty.convert(value, dtype, op.result.type.dtype)
         raise AssertionError(f"wgsl codegen: {kind.value} is not elementwise")
