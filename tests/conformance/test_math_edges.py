@@ -134,6 +134,20 @@ def test_float64_pow_within_its_bound(target, rng):
         assert np.all(ulps_off(out, want, "float64") <= bound), ulps_off(out, want, "float64")
 
 
+ERF_ARGUMENTS = [1e-30, 1e-8, 9.37e-6, 1e-4, 0.01, 0.0584, 0.1, 0.3, 0.49, 0.51, 0.8, 1.0, 1.5,
+                 2.0, 3.0, 5.0]
+
+
+def test_float32_erf_within_a_few_ulp(target):
+    """float32 erf within 4 ulp, small arguments included (wgsl's erf was 1 - erfc, which
+    cancelled there: erf(9.37e-6) was 2 % off)."""
+    x = np.array(ERF_ARGUMENTS + [-v for v in ERF_ARGUMENTS] + [0.0] * 32, np.float32)
+    out = poison(64, "float32")
+    erf_kernel[(1,)](x, out, B=64, target=target)
+    want = np.array([math.erf(v) for v in x.astype(np.float64)])
+    assert np.all(ulps_off(out, want, "float32") <= 4), ulps_off(out, want, "float32")
+
+
 def test_float64_erf_within_a_few_ulp(target):
     """float64 erf within 4 ulp from 0 to 6 (wgsl's software erf summed the alternating
     Maclaurin series up to 3, which cancelled: 25 ulp off at 2.3)."""
