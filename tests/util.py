@@ -185,3 +185,10 @@ def assert_points_at_the_line(launch: Callable[[], object], message: str, test_f
         launch()
     text = str(info.value)
     assert message in text and test_file in text and "^" in text, text
+
+
+def allows_flushed_subnormals(target: str) -> bool:
+    """Whether ``target`` may read subnormal inputs, and give subnormal results, as zero: WGSL
+    lets drivers do so (lavapipe and NVIDIA's do; docs/language.md, "Where targets differ").
+    The other targets keep subnormals."""
+    return target == "wgsl"

@@ -138,11 +138,17 @@ class CpuEmitter(DotAccumulation, PyEmitter):
     def _rsqrt(self, x: Value) -> str:
         # Under fastmath, LLVM computes 1/sqrt as an estimate refined by a Newton step, which
         # gives NaN at 0 and inf: those two take 1/x (+-inf, 0), as NumPy's 1/sqrt(x) gives.
+        # The estimate also reads a subnormal as 0 (-inf came out): a subnormal is scaled into
+        # the normal range by an even power of two first, exactly, and the result back.
         v, t = self.n(x), reg(x.type.dtype)
+        tiny, up, down = ("2.2250738585072014e-308", "2.0 ** 108", "2.0 ** 54") \
+            if t == "np.float64" else ("1.1754943508222875e-38", "2.0 ** 48", "2.0 ** 24")
+        scaled = f"{t}({down}) * ({t}(1) / np.sqrt({v} * {t}({up})))"
         if x.type.is_scalar:
-            return f"({t}(1) / {v} if {v} == 0 or {v} == np.inf else {t}(1) / np.sqrt({v}))"
-        return (f"np.where({v} == {t}(0), {t}(1) / {v}, "
-                f"np.where({v} == np.inf, {t}(0), {t}(1) / np.sqrt({v})))")
+            return (f"({t}(1) / {v} if {v} == 0 or {v} == np.inf else {scaled} "
+                    f"if {v} < {t}({tiny}) else {t}(1) / np.sqrt({v}))")
+        return (f"np.where({v} == {t}(0), {t}(1) / {v}, np.where({v} == np.inf, {t}(0), "
+                f"np.where({v} < {t}({tiny}), {scaled}, {t}(1) / np.sqrt({v}))))")
 
     def module_globals(self, debug: bool) -> list[str]:
         """Lines that define globals the kernel reads, after the helpers are installed."""
