@@ -23,7 +23,7 @@ import cubepy as cube
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from examples import fused_softmax, layernorm, matmul, vector_add  # noqa: E402
+from examples import dropout, fused_softmax, layernorm, matmul, vector_add  # noqa: E402
 
 DTYPES = ("float32", "float16", "bfloat16")
 TARGETS = cube.available_targets()
@@ -45,6 +45,11 @@ def expect_pass(target: str, dtype: str, check) -> None:
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_vector_add(target, dtype):
     expect_pass(target, dtype, lambda: vector_add.check(target, 1000, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_dropout(target, dtype):
+    expect_pass(target, dtype, lambda: dropout.check(target, 5000, dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
