@@ -326,7 +326,7 @@ def umulhi(x: Any, y: Any) -> Any:
     their unsigned bit patterns, as Triton's ``umulhi``), in their dtype.
 
     Example:
-        >>> hi = cube.umulhi(a, cube.full(a.shape, 0xD2511F53, cube.uint32))  # doctest: +SKIP
+        >>> hi = cube.umulhi(words, 0xD2511F53)  # words: a uint32 tile  # doctest: +SKIP
     """
 
 
@@ -348,14 +348,15 @@ def max_contiguous(x: Any, values: Any) -> Any:
     ``values`` (one int per axis). Triton uses it to vectorize loads; the others ignore it.
 
     Example:
-        >>> offs = cube.max_contiguous(offs % n, BLOCK)  # doctest: +SKIP
+        >>> offs = cube.max_contiguous(start + cube.arange(0, BLOCK), BLOCK)  # doctest: +SKIP
     """
 
 
 @_builtin
 def max_constancy(x: Any, values: Any) -> Any:
     """``x``, with the promise that its elements are equal over groups of ``values`` (one
-    int per axis). Triton uses it; the other targets ignore it.
+    int per axis: ``offs // 64`` where ``offs`` runs on from a multiple of 64). Triton uses it;
+    the other targets ignore it.
 
     Example:
         >>> rows = cube.max_constancy(offs // 64, 64)  # doctest: +SKIP

@@ -5,9 +5,11 @@ and errors at the user's line."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -205,16 +207,22 @@ def like_triton(seed, words, uniform, normal, n, BLOCK: cube.Comptime[int]):
     cube.store(normal + offs, cube.randn(seed, offs), mask=m)
 
 
-def test_the_bits_are_tritons(target, tmp_path):
+@functools.cache
+def tritons_streams(seed: int) -> np.ndarray:
     """Triton's own tl.randint4x, tl.randint, tl.rand and tl.randn, run on its interpreter in a
-    child process (the interpreter is chosen when Triton is imported)."""
+    child process (the interpreter is chosen when Triton is imported); once per process."""
+    with tempfile.TemporaryDirectory() as folder:
+        saved = Path(folder) / "triton.npy"
+        env = {**os.environ, "PYTHONPATH": str(Path(cube.__file__).parents[1])}
+        subprocess.run([sys.executable, "-c", textwrap.dedent(TRITON_REFERENCE), str(N),
+                        str(seed), str(saved)], check=True, env=env, timeout=300)
+        return np.load(saved)
+
+
+def test_the_bits_are_tritons(target):
     pytest.importorskip("triton")
     seed = -987654
-    saved = tmp_path / "triton.npy"
-    env = {**os.environ, "PYTHONPATH": str(Path(cube.__file__).parents[1])}
-    subprocess.run([sys.executable, "-c", textwrap.dedent(TRITON_REFERENCE), str(N), str(seed),
-                    str(saved)], check=True, env=env, timeout=300)
-    words, uniform, normal = np.load(saved)
+    words, uniform, normal = tritons_streams(seed)
     got = [poison(N, "uint32"), poison(N, "float32"), poison(N, "float32")]
     like_triton[(cube.cdiv(N, BLOCK),)](np.int32(seed), *got, N, BLOCK=BLOCK, target=target)
     np.testing.assert_array_equal(got[0], words.view(np.uint32))
