@@ -154,6 +154,6 @@ class OpsMixin:
         if kind is Op.CAST:
             value = args[0]
             if dtype.name == "float16" and not holds_half_value(x):
-                value = f"f32(f16({value}))"  # f32 arithmetic's result, read as float16
+                value = ty.round_to_f16(value)  # f32 arithmetic's result, read as float16
             return ty.convert(value, dtype, op.result.type.dtype)
         raise AssertionError(f"wgsl codegen: {kind.value} is not elementwise")

@@ -161,6 +161,21 @@ def highest(dtype: dt.DType) -> str:
     return literal(2 ** (dtype.bits - 1) - 1, dtype)
 
 
+def round_to_f16(expr: str) -> str:
+    """The f32 ``expr`` rounded to float16's precision (to nearest, ties to even), kept in f32.
+    Neither ``f32(f16(x))`` nor a pack to 16 bits and back: NVIDIA's Vulkan driver folds those
+    to ``x``. In integers instead: float16's normal range drops 13 of f32's 23 fraction bits
+    (a carry moves into the exponent, as it should); its subnormals are multiples of 2^-24,
+    rounded by ``round`` after an exact scaling; from 65520 on the value rounds to infinity;
+    NaN stays NaN."""
+    bits = f"bitcast<u32>({expr})"
+    normal = f"bitcast<f32>(({bits} + 0xfffu + (({bits} >> 13u) & 1u)) & 0xffffe000u)"
+    tiny = f"(round({expr} * 16777216.0f) * 5.9604645e-8f)"
+    infinity = f"select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), {expr} < 0.0f)"
+    return (f"select(select(select({normal}, {tiny}, abs({expr}) < 6.1035156e-5f), {infinity}, "
+            f"abs({expr}) >= 65520.0f), {expr}, !({expr} == {expr}))")
+
+
 def convert(expr: str, src: dt.DType, dst: dt.DType) -> str:
     """``expr`` (a register value of ``src``) converted to ``dst`` as the cpu target does:
     floats truncate toward zero into integers, anything nonzero (NaN too) is true."""
@@ -174,8 +189,7 @@ def convert(expr: str, src: dt.DType, dst: dt.DType) -> str:
     if src.is_bool:
         return f"select({literal(0, dst)}, {literal(1, dst)}, {expr})"
     if dst.name == "float16":  # round to float16, keep in f32
-        inner = expr if s == "f32" else f"f32({expr})"
-        return f"f32(f16({inner}))"
+        return round_to_f16(expr if s == "f32" else f"f32({expr})")
     if s == d:
         return expr
     if s == "u32" and d == "i64":  # naga sign-extends u32 -> i64
