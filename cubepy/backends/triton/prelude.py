@@ -115,7 +115,8 @@ def _pow(x, y):
         z_hi, z_lo = _two_prod(yc, log_hi)
         z_hi, z_lo = _two_sum(z_hi, z_lo + yc * log_lo)
         e = tl.exp(z_hi)
-        mag = tl.where(finite, e + e * z_lo, mag)
+        # past float64's range e is inf, and e * z_lo of a negative z_lo -inf: inf it stays
+        mag = tl.where(finite, tl.where(e == float("inf"), e, e + e * z_lo), mag)
     whole = tl.floor(y) == y  # the infinities too: they count as even
     # a whole exponent below 128 by repeated squaring in float64 (exact where every product
     # is): |x| ** -k as 1 / |x| ** k, or, where |x| ** k overflows though its reciprocal is
