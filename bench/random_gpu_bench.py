@@ -5,8 +5,8 @@
 1. Bits: ``cube.randint4x``/``randint``/``rand``/``randn`` compiled for the GPU against Triton's
    ``tl.*`` in kernels of the same shape (equal words, equal uniforms, normals within 2e-6).
 2. Speed: a fused dropout (``rand(seed, offs) > p``, scale the kept values) over ``--n``
-   float32 values, written in cubepy (hinted and not, and with one ``rand4x`` per four values)
-   and in Triton with ``tl.rand``,
+   float32 values: examples/dropout.py's two kernels (one ``rand`` per value, one ``rand4x``
+   per four), the first with its block start hinted, and Triton's with ``tl.rand``,
    against ``torch.nn.functional.dropout`` and a device copy of the same bytes (the bandwidth
    peer), timed in turns with CUDA events (``burn_gpu_bench.gpu_seconds``); GB/s counts one read
    and one write.
@@ -24,10 +24,12 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from burn_gpu_bench import gpu_seconds  # noqa: E402
 
 import cubepy as cube  # noqa: E402
+from examples.dropout import dropout4x_kernel, dropout_kernel  # noqa: E402
 
 BLOCK = 1024
 
@@ -53,34 +55,13 @@ def triton_streams(seed, words, uniform, normal, n, BLOCK: tl.constexpr):
 
 
 @cube.kernel
-def cube_dropout(x, out, n, p, seed, BLOCK: cube.Comptime[int], HINTS: cube.Comptime[bool]):
-    start = cube.cube_pos(0) * BLOCK
-    if HINTS:
-        start = cube.multiple_of(start, BLOCK)
+def cube_dropout_hinted(x, out, n, p, seed, BLOCK: cube.Comptime[int]):
+    # examples/dropout.py's dropout_kernel with the block start hinted: the hint's effect
+    start = cube.multiple_of(cube.cube_pos(0) * BLOCK, BLOCK)
     offs = start + cube.arange(0, BLOCK)
     m = offs < n
     v = cube.load(x + offs, mask=m)
-    keep = cube.rand(seed, offs) > p
-    cube.store(out + offs, cube.where(keep, v / (1.0 - p), 0.0), mask=m)
-
-
-@cube.func
-def drop_quarter(x, out, offs, n, keep_draw, p):
-    m = offs < n
-    v = cube.load(x + offs, mask=m)
-    cube.store(out + offs, cube.where(keep_draw > p, v / (1.0 - p), 0.0), mask=m)
-
-
-@cube.kernel
-def cube_dropout4x(x, out, n, p, seed, BLOCK: cube.Comptime[int]):
-    # one Philox call gives four uniforms: each covers its quarter of the block
-    quarter = cube.arange(0, BLOCK // 4)
-    start = cube.multiple_of(cube.cube_pos(0) * BLOCK, BLOCK)
-    u0, u1, u2, u3 = cube.rand4x(seed, cube.cube_pos(0) * (BLOCK // 4) + quarter)
-    drop_quarter(x, out, start + quarter, n, u0, p)
-    drop_quarter(x, out, start + BLOCK // 4 + quarter, n, u1, p)
-    drop_quarter(x, out, start + BLOCK // 2 + quarter, n, u2, p)
-    drop_quarter(x, out, start + 3 * (BLOCK // 4) + quarter, n, u3, p)
+    cube.store(out + offs, cube.where(cube.rand(seed, offs) > p, v / (1.0 - p), 0.0), mask=m)
 
 
 @triton.jit
@@ -120,11 +101,11 @@ def main() -> None:
     out = torch.empty_like(x)
     grid = (triton.cdiv(n, BLOCK),)
     rows = {
-        "cubepy dropout (cube.rand)": lambda: cube_dropout[grid](
-            x, out, n, p, seed, BLOCK=BLOCK, HINTS=False),
-        "cubepy dropout, hinted": lambda: cube_dropout[grid](
-            x, out, n, p, seed, BLOCK=BLOCK, HINTS=True),
-        "cubepy dropout, one rand4x per 4 values": lambda: cube_dropout4x[grid](
+        "cubepy dropout (cube.rand)": lambda: dropout_kernel[grid](
+            x, out, n, p, seed, BLOCK=BLOCK),
+        "cubepy dropout, hinted": lambda: cube_dropout_hinted[grid](
+            x, out, n, p, seed, BLOCK=BLOCK),
+        "cubepy dropout, one rand4x per 4 values": lambda: dropout4x_kernel[grid](
             x, out, n, p, seed, BLOCK=BLOCK),
         "Triton dropout (tl.rand)": lambda: triton_dropout[grid](x, out, n, p, seed, BLOCK=BLOCK),
         "torch.nn.functional.dropout": lambda: torch.nn.functional.dropout(x, p, training=True),

@@ -83,7 +83,8 @@ def check(target: str, n: int = 98_432, dtype: str = "float32", p: float = 0.3,
             runs.append(common.to_numpy(out).astype(np.float64))
         kept = runs[0] != 0
         want = np.where(kept, x_host.astype(np.float64) / (1 - p), 0.0)
-        tol = {"float32": 1e-6, "float16": 4e-3, "bfloat16": 3e-2}[dtype] * 4
+        # x / (1 - p) up to 2.2, rounded once to the dtype: half an ulp there, and p's rounding
+        tol = {"float32": 1e-6, "float16": 4e-3, "bfloat16": 3e-2}[dtype]
         name = f"dropout{'4x' if four else ''}, {n} {dtype}, p={p}"
         ok &= common.report(name, common.max_error(runs[0], want), tol)
         # the fraction kept is binomial: within 5 standard deviations of 1 - p
