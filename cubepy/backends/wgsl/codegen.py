@@ -335,6 +335,8 @@ class WgslEmitter(TileMixin, OpsMixin, MemoryMixin, ReduceMixin, DotMixin):
             f"var<workgroup> {name}: {t};" for t, name in self.broadcast_vars.items()]
         if shared:
             head += ["", *shared]
+        if any(ty.ROUND_TO_F16 in line for line in body):  # `ty.convert` has no codegen
+            self.helpers.setdefault(*ty.helper("round_to_f16", "f32"))
         for text in self.helpers.values():
             head += ["", text]
         grid = cube_pos_wgsl().rstrip("\n").split("\n")

@@ -161,19 +161,15 @@ def highest(dtype: dt.DType) -> str:
     return literal(2 ** (dtype.bits - 1) - 1, dtype)
 
 
+ROUND_TO_F16 = "round_to_f16_f32"
+
+
 def round_to_f16(expr: str) -> str:
-    """The f32 ``expr`` rounded to float16's precision (to nearest, ties to even), kept in f32.
-    Neither ``f32(f16(x))`` nor a pack to 16 bits and back: NVIDIA's Vulkan driver folds those
-    to ``x``. In integers instead: float16's normal range drops 13 of f32's 23 fraction bits
-    (a carry moves into the exponent, as it should); its subnormals are multiples of 2^-24,
-    rounded by ``round`` after an exact scaling; from 65520 on the value rounds to infinity;
-    NaN stays NaN."""
-    bits = f"bitcast<u32>({expr})"
-    normal = f"bitcast<f32>(({bits} + 0xfffu + (({bits} >> 13u) & 1u)) & 0xffffe000u)"
-    tiny = f"(round({expr} * 16777216.0f) * 5.9604645e-8f)"
-    infinity = f"select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), {expr} < 0.0f)"
-    return (f"select(select(select({normal}, {tiny}, abs({expr}) < 6.1035156e-5f), {infinity}, "
-            f"abs({expr}) >= 65520.0f), {expr}, !({expr} == {expr}))")
+    """The f32 ``expr`` rounded to float16's precision, kept in f32: a call of the helper
+    ``ROUND_TO_F16`` (``HELPERS["round_to_f16"]``), which the module adds wherever its name is
+    used. A call, not the expression inline: the rounding reads its operand eight times, and
+    nested casts would repeat the text of the inner ones eightfold each."""
+    return f"{ROUND_TO_F16}({expr})"
 
 
 def convert(expr: str, src: dt.DType, dst: dt.DType) -> str:
@@ -285,6 +281,19 @@ HELPERS = {
         + t * (-0.82215223 + t * 0.17087277))))))));
     let r = {O} - t * exp(p);
     return select(select(-r, r, x >= {Z}), series, z < 0.5);
+}}""",
+    # Float16's precision (to nearest, ties to even), kept in f32. Neither `f32(f16(x))` nor a
+    # pack to 16 bits and back: NVIDIA's Vulkan driver folds those to `x`. In integers instead:
+    # float16's normal range drops 13 of f32's 23 fraction bits (a carry moves into the
+    # exponent, as it should); its subnormals are multiples of 2^-24, rounded by `round` after
+    # an exact scaling; from 65520 on the value rounds to infinity; NaN stays NaN.
+    "round_to_f16": """fn round_to_f16_{T}(x: f32) -> f32 {{
+    let bits = bitcast<u32>(x);
+    let normal = bitcast<f32>((bits + 0xfffu + ((bits >> 13u) & 1u)) & 0xffffe000u);
+    let tiny = round(x * 16777216.0f) * 5.9604645e-8f;
+    let infinity = select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), x < 0.0f);
+    let finite = select(select(normal, tiny, abs(x) < 6.1035156e-5f), infinity, abs(x) >= 65520.0f);
+    return select(finite, x, !(x == x));
 }}""",
 }
 
