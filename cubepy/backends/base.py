@@ -106,12 +106,13 @@ _KEEPS_HALF_VALUES = {Op.BROADCAST: (0,), Op.EXPAND_DIMS: (0,), Op.RESHAPE: (0,)
 def holds_half_value(value: Value, depth: int = 8) -> bool:
     """Whether a float16 or bfloat16 ``value``, which the cpu and wgsl targets keep in a float32
     register, surely holds a value of its dtype already: a load (with such an ``other``), a
-    cast to it, a constant it represents, or moves and selections of those. Arithmetic leaves
-    float32's result unrounded until a cast or store; those need to round only other values."""
+    cast or bitcast to it, a constant it represents, or moves and selections of those.
+    Arithmetic leaves float32's result unrounded until a cast or store; those need to round
+    only other values."""
     owner = value.owner
     if owner is None or depth == 0:
         return False
-    if owner.op is Op.CAST:
+    if owner.op in (Op.CAST, Op.BITCAST):
         return True
     if owner.op is Op.LOAD:
         return len(owner.operands) < 3 or holds_half_value(owner.operands[2], depth - 1)

@@ -292,7 +292,12 @@ def _broadcast_all(ctx: Any, values: list[Value]) -> list[Value]:
 
 
 @lowering("cast")
-def _cast(ctx: Any, x: Any, dtype: Any) -> Value:
+def _cast(ctx: Any, x: Any, dtype: Any, bitcast: Any = False) -> Value:
+    if not isinstance(bitcast, bool):
+        raise RuleError(f"cube.cast()'s bitcast must be True or False, got {bitcast!r}",
+                        "write `bitcast=True`: whether to reinterpret is known at compile time")
+    if bitcast:
+        return ctx.b.bitcast(materialize(ctx.b, x), _dtype(dtype))
     return ctx.b.cast(materialize(ctx.b, x), _dtype(dtype))
 
 

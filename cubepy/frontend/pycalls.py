@@ -69,15 +69,13 @@ def describe(value: Any) -> str:
 
 def call_to(fb: FunctionBuilder, node: ast.Call, value: Value, args: list[Any],
             kwargs: dict[str, Any]) -> Value:
-    """``tile.to(dtype)``."""
-    if kwargs.pop("bitcast", False):
-        fb.error(node, "x.to(dtype, bitcast=True) is not supported: cubepy cannot reinterpret "
-                 "bits", "remove bitcast=True to convert the values")
+    """``tile.to(dtype)`` and ``tile.to(dtype, bitcast=True)``."""
+    bitcast = kwargs.pop("bitcast", False)
     if len(args) + len(kwargs) != 1 or (kwargs and "dtype" not in kwargs):
-        fb.error(node, "x.to() takes one argument, the dtype",
-                 "write x.to(cube.float32)")
+        fb.error(node, "x.to() takes one argument, the dtype, and optionally bitcast=",
+                 "write x.to(cube.float32) or x.to(cube.int32, bitcast=True)")
     dtype = args[0] if args else kwargs["dtype"]
-    return call_builtin(fb, "cast", [value, dtype], {})
+    return call_builtin(fb, "cast", [value, dtype], {"bitcast": bitcast})
 
 
 def _fold(fb: FunctionBuilder, op: str, args: list[Any]) -> Any:

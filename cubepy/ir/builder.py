@@ -59,6 +59,11 @@ class Builder:
             return value
         return self.emit(Op.CAST, value, dtype=dtype)
 
+    def bitcast(self, value: Value, dtype: DType) -> Value:
+        if value.type.dtype == dtype and not value.type.is_ptr:
+            return value
+        return self.emit(Op.BITCAST, value, dtype=dtype)
+
     def broadcast(self, value: Value, shape: tuple[int, ...]) -> Value:
         """Broadcast a tile to ``shape`` (scalars stay scalars: elementwise ops accept them)."""
         if value.type.shape == shape or not value.type.shape:

@@ -62,6 +62,7 @@ class Op(enum.Enum):
     FMA = "fma"
     WHERE = "where"
     CAST = "cast"              # attrs: dtype
+    BITCAST = "bitcast"        # attrs: dtype; the same bits read as a dtype of their width
     # pointers and memory
     PTR_ADD = "ptr_add"        # pointer + integer offsets
     LOAD = "load"              # operands: ptr [, mask [, other]]
@@ -111,7 +112,7 @@ MATH = frozenset({
     Op.SIGMOID,
 })
 ELEMENTWISE = BINARY | COMPARE | UNARY | MATH | {Op.UMULHI, Op.FMA, Op.WHERE, Op.CAST,
-                                                 Op.PTR_ADD}
+                                                 Op.BITCAST, Op.PTR_ADD}
 LAYOUT = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
 CONTROL = frozenset({Op.FOR, Op.WHILE, Op.IF})
 # Ops with effects: never removed by DCE, never merged by CSE.

@@ -63,6 +63,24 @@ def _elementwise_shape(types: list[Type]) -> tuple[int, ...]:
     return shapes.pop() if shapes else ()
 
 
+def _bitcast(t: Type, dtype: DType) -> Type:
+    """``x.to(dtype, bitcast=True)``: the same bits, so the same width; bools have no bits
+    to reinterpret and pointers no dtype of theirs to change."""
+    if t.is_ptr:
+        raise RuleError("pointers cannot be bitcast",
+                        "bitcast the loaded values instead: `cube.load(p).to(dtype, bitcast=True)`")
+    if t.dtype.is_bool or dtype.is_bool:
+        raise RuleError(f"cannot bitcast {t.dtype.name} to {dtype.name}: bool has no bit "
+                        "pattern to reinterpret", "convert with `x.to(dtype)` instead")
+    if t.dtype.bits != dtype.bits:
+        raise RuleError(f"cannot bitcast {t.dtype.name} ({t.dtype.bits} bits) to {dtype.name} "
+                        f"({dtype.bits} bits): a bitcast keeps the width",
+                        "bitcast to a type of the same width (float32 <-> int32 or uint32, "
+                        "float16 or bfloat16 <-> int16, float64 <-> int64, int8 <-> uint8), "
+                        "then convert with `.to(dtype)`")
+    return Type(dtype, t.shape)
+
+
 def _same_dtype(op: Op, types: list[Type]) -> DType:
     dtypes = {t.dtype for t in types}
     if len(dtypes) != 1:
@@ -312,6 +330,8 @@ def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
         if t.is_ptr:
             raise RuleError("pointers cannot be cast", "cast the loaded values instead")
         return [Type(attrs["dtype"], t.shape)]
+    if op is Op.BITCAST:
+        return [_bitcast(types[0], attrs["dtype"])]
     if op is Op.PTR_ADD:
         ptr, offset = types
         if not ptr.is_ptr or offset.is_ptr or not offset.dtype.is_int:

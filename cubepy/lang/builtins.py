@@ -364,8 +364,15 @@ def max_constancy(x: Any, values: Any) -> Any:
 
 
 @_builtin
-def cast(x: Any, dtype: Any) -> Any:
-    """``x`` converted to ``dtype`` (same as ``x.to(dtype)``)."""
+def cast(x: Any, dtype: Any, bitcast: bool = False) -> Any:
+    """``x`` converted to ``dtype`` (same as ``x.to(dtype)``); with ``bitcast=True`` its bits
+    read as ``dtype``, which must have the same width (float32 <-> int32 or uint32, float16 or
+    bfloat16 <-> int16, float64 <-> int64, int8 <-> uint8), as ``x.to(dtype, bitcast=True)``.
+
+    Example:
+        >>> bits = cube.cast(x, cube.uint32, bitcast=True)  # doctest: +SKIP
+        >>> sign = (bits >> 31) == 1  # doctest: +SKIP
+    """
 
 
 @_builtin

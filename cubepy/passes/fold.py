@@ -42,6 +42,9 @@ def _fold_scalar(op: Operation) -> object | None:
             return _NUMPY_BINARY[op.op](args[0], args[1])
         if op.op is Op.CAST:
             return args[0].astype(op.attrs["dtype"].numpy)
+        if op.op is Op.BITCAST and not op.attrs["dtype"].is_float:
+            # (to a float, a constant would go through a Python float: NaN payloads lost)
+            return args[0].view(op.attrs["dtype"].numpy)
         if op.op is Op.NEG:
             return np.negative(args[0])
         if op.op is Op.NOT:

@@ -21,6 +21,8 @@ from .dots import DotAccumulation
 from .registers import HALF, literal, reg
 from .uses import is_zero, needed_values, single_uses
 
+_SHORT_HALF = {"float16": "f16", "bfloat16": "bf16"}  # the helpers' names for them
+
 # LLVM may reassociate (vectorized reductions) and contract to fma, but never assume there
 # are no NaNs or infinities: masked loads fill with -inf on purpose.
 FASTMATH = {"reassoc", "contract", "arcp", "nsz", "afn"}
@@ -212,6 +214,8 @@ class CpuEmitter(DotAccumulation, PyEmitter):
                 self.set(op, f"np.where({c}, {a}, {b})")
         elif kind is Op.CAST:
             self.cast(op)
+        elif kind is Op.BITCAST:
+            self.set(op, self._bitcast(op))
         elif kind is Op.PTR_ADD:
             ptr, off = op.operands
             if op.result.type.is_scalar:
@@ -313,6 +317,27 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         else:
             expr = f"{name}.astype({reg(dst)})"
         self.set(op, expr)
+
+    def _bitcast(self, op: Operation) -> str:
+        """``x.to(dtype, bitcast=True)`` as a NumPy view of a scalar or tile; a 16-bit float,
+        which lives in a float32 register, goes through its 16-bit pattern (a uint16, rounded
+        to the 16-bit value as a store rounds it)."""
+        (x,) = op.operands
+        src, dst = x.type.dtype, op.result.type.dtype
+        suffix = "s" if x.type.is_scalar else "t"
+
+        def view(expr: str, held: str, wanted: str) -> str:
+            if held == wanted:
+                return expr
+            return f"{held}({expr}).view({wanted})" if suffix == "s" else \
+                f"{expr}.view({wanted})"
+
+        held, expr = reg(src), self.n(x)
+        if src.name in HALF:
+            expr, held = f"f32_to_{_SHORT_HALF[src.name]}_{suffix}({expr})", "np.uint16"
+        if dst.name in HALF:
+            return f"{_SHORT_HALF[dst.name]}_to_f32_{suffix}({view(expr, held, 'np.uint16')})"
+        return view(expr, held, reg(dst))
 
     def _array(self, ptr: Value) -> str:
         return self.arg_names[ptr.type.ptr_base]

@@ -222,7 +222,9 @@ def f32_to_bf16_t(x):
     for i in range(bits.size):
         b = bits[i]
         if (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
-            out[i] = np.uint16((b >> np.uint32(16)) | np.uint32(0x40))  # quiet NaN
+            # NaN keeps its sign and payload's high bits; one with only low bits stays a NaN
+            high = b >> np.uint32(16)
+            out[i] = np.uint16(high if high & np.uint32(0x7F) else high | np.uint32(0x40))
         else:
             rounded = b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))
             out[i] = np.uint16(rounded >> np.uint32(16))
@@ -230,22 +232,28 @@ def f32_to_bf16_t(x):
 
 
 def f16_bits_to_f32(h):
+    # float32 on every path: a NaN through float64 would come back quiet
     sign = -1.0 if h & 0x8000 else 1.0
     exp = (h >> 10) & 0x1F
     mant = h & 0x3FF
     if exp == 0:
-        return sign * mant * 5.960464477539063e-08  # 2**-24
-    if exp == 31:
-        return sign * np.inf if mant == 0 else np.nan
-    return sign * (1.0 + mant / 1024.0) * 2.0 ** (exp - 15)
+        return np.float32(sign * mant * 5.960464477539063e-08)  # 2**-24
+    if exp == 31:  # a NaN keeps its sign and payload (bitcasts read them)
+        if mant == 0:
+            return np.float32(sign * np.inf)
+        return np.uint32(((h & 0x8000) << 16) | 0x7F800000 | (mant << 13)).view(np.float32)
+    return np.float32(sign * (1.0 + mant / 1024.0) * 2.0 ** (exp - 15))
 
 
 def f32_to_f16_bits(f):
-    b = np.int64(np.array([f], np.float32).view(np.uint32)[0])
+    b = np.int64(np.float32(f).view(np.uint32))
     sign = (b >> 16) & 0x8000
     absb = b & 0x7FFFFFFF
-    if absb >= 0x7F800000:
-        return sign | 0x7C00 | (0x200 if absb > 0x7F800000 else 0)
+    if absb > 0x7F800000:  # NaN: sign and payload's high bits; only low bits: a quiet NaN
+        payload = (absb >> 13) & 0x3FF
+        return sign | 0x7C00 | (payload if payload else 0x200)
+    if absb == 0x7F800000:
+        return sign | 0x7C00
     if absb >= 0x477FF000:  # rounds to at least 65520: infinity
         return sign | 0x7C00
     if absb < 0x38800000:  # below the smallest normal float16: subnormal or zero

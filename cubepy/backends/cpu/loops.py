@@ -53,7 +53,7 @@ from .registers import reg
 ELEMENTWISE = frozenset({
     Op.CONST, Op.CUBE_POS, Op.CUBE_COUNT, Op.ARANGE, Op.FULL, Op.BROADCAST, Op.MAXIMUM,
     Op.MINIMUM, Op.NEG, Op.NOT, Op.RSQRT, Op.SIGMOID, Op.ERF, Op.UMULHI, Op.FMA, Op.WHERE,
-    Op.CAST, Op.PTR_ADD, Op.LOAD, Op.STORE, *BINARY_PY, *NUMPY_UNARY,
+    Op.CAST, Op.BITCAST, Op.PTR_ADD, Op.LOAD, Op.STORE, *BINARY_PY, *NUMPY_UNARY,
 })
 REDUCTIONS = frozenset({Op.REDUCE, Op.ARGREDUCE})
 # among (B,), (1, B), (B, 1), ... a reshape keeps every lane where it was

@@ -1,5 +1,5 @@
-"""NumPy's integer and float ``//`` and ``%`` and C99's ``**`` in generated Triton source: a
-mixin of ``TritonEmitter``, which supplies ``n``, ``reg``, ``to``, ``assign``, ``extern``,
+"""NumPy's integer and float ``//`` and ``%``, C99's ``**`` and bitcasts in generated Triton
+source: a mixin of ``TritonEmitter``, which supplies ``n``, ``reg``, ``to``, ``assign``, ``extern``,
 ``in_f32`` and the sets of prelude ``helpers`` and ``constants`` a kernel needs."""
 
 from __future__ import annotations
@@ -58,3 +58,22 @@ class ArithMixin:
             self.assign(op, simple[int(value)])
         else:
             self.in_f32(op, self.extern("pow"))
+
+    def bitcast(self, op: Operation) -> None:
+        """``x.to(dtype, bitcast=True)``. On the interpreter bfloat16 lives in a float32
+        register: its pattern is the nearest bfloat16's (``_bf16_bits``), and a pattern
+        becomes a bfloat16 value by ``_bf16_value``."""
+        (x,) = op.operands
+        src, dst = x.type.dtype, op.result.type.dtype
+        value = self.n(x)
+        if self.reg(src) != src:
+            self.helpers.add("_bf16_bits")
+            value, src = f"_bf16_bits({value})", dt.int16
+        if self.reg(dst) != dst:
+            self.helpers.add("_bf16_value")
+            bits = value if src == dt.int16 else f"({value}).to(tl.int16, bitcast=True)"
+            self.assign(op, f"_bf16_value({bits})")
+        elif src == dst:
+            self.assign(op, value)
+        else:
+            self.assign(op, f"({value}).to(tl.{dst.name}, bitcast=True)")  # never bool

@@ -76,6 +76,11 @@ def signature_type(dtype: dt.DType, pointer: bool) -> str:
     return f"*{dtype.name}" if pointer else TRANSPORT[dtype.name].name
 
 
+def _as_int16(pointer: str) -> str:
+    """A bfloat16 pointer as one to int16, for the interpreter's loads and stores of bits."""
+    return f"{pointer}.to(tl.pointer_type(tl.int16), bitcast=True)"
+
+
 def round_bf16(value: float) -> float:
     """The bfloat16 nearest to ``value`` (ties to even), as a Python float."""
     if not math.isfinite(value):
@@ -308,6 +313,8 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             self.assign(op, f"tl.where({c}, {a}, {b})")
         elif kind is Op.CAST:
             self.cast(op)
+        elif kind is Op.BITCAST:
+            self.bitcast(op)
         elif kind is Op.PTR_ADD:
             ptr, off = op.operands
             offset = self.n(off)
@@ -380,8 +387,12 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             fill = "0"
         else:
             fill = self.n(other)
-        expr = f"tl.load({self.n(ptr)}{self._masked_args(mask, fill)})"
-        self.assign(op, self.to(expr, dtype, self.reg(dtype)))
+        if widened:  # the bits, as the interpreter's bfloat16 cast would lose subnormals
+            self.helpers.add("_bf16_value")
+            expr = f"_bf16_value(tl.load({_as_int16(self.n(ptr))}{self._masked_args(mask, fill)}))"
+            self.assign(op, expr)
+        else:
+            self.assign(op, f"tl.load({self.n(ptr)}{self._masked_args(mask, fill)})")
         if widened and other is not None and not _zero_const(other):
             res = self.n(op.result)
             self.line(f"{res} = tl.where({self.n(mask)}, {res}, {self.n(other)})")
@@ -391,11 +402,11 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
         self.store_tile(ptr, value, rest[0] if rest else None)
 
     def store_tile(self, ptr: Value, value: Value, mask: Value | None) -> None:
-        stored = self.n(value)
-        if self.reg(ptr.type.dtype) != ptr.type.dtype:  # bfloat16 on the interpreter
-            self.helpers.add("_round_bf16")
-            stored = f"_round_bf16({stored}).to(tl.bfloat16)"
-        self.line(f"tl.store({self.n(ptr)}, {stored}{self._masked_args(mask, None)})")
+        stored, target = self.n(value), self.n(ptr)
+        if self.reg(ptr.type.dtype) != ptr.type.dtype:  # bfloat16 on the interpreter: bits
+            self.helpers.add("_bf16_bits")
+            stored, target = f"_bf16_bits({stored})", _as_int16(target)
+        self.line(f"tl.store({target}, {stored}{self._masked_args(mask, None)})")
 
     def atomic(self, op: Operation) -> None:
         ptr, *rest = op.operands

@@ -63,6 +63,25 @@ def _floormod_int(a, b):
     r = tl.where((r != 0) & ((r < 0) != (d < 0)), r + d, r)
     return tl.where(b == 0, 0, r)
 ''',
+    "_bf16_bits": '''
+@triton.jit
+def _bf16_bits(x):
+    # float32 -> the int16 pattern of the nearest bfloat16 (ties to even), for the
+    # interpreter's stores and bitcasts (its own cast reads subnormals as 0); a NaN stays a
+    # NaN, with its sign and its payload's high bits
+    bits = x.to(tl.uint32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    high = bits >> 16
+    nan = tl.where((high & 0x7F) == 0, high | 0x40, high)
+    return tl.where(x != x, nan, rounded).to(tl.int16)
+''',
+    "_bf16_value": '''
+@triton.jit
+def _bf16_value(bits):
+    # an int16 bfloat16 pattern -> its value in float32, exactly: subnormals and NaN payloads
+    # included (the interpreter's own cast reads subnormals as 0)
+    return (bits.to(tl.int32) << 16).to(tl.float32, bitcast=True)
+''',
     "_round_bf16": '''
 @triton.jit
 def _round_bf16(x):

@@ -151,6 +151,8 @@ class OpsMixin:
             return f"fma({args[0]}, {args[1]}, {args[2]})"
         if kind is Op.WHERE:
             return f"select({args[2]}, {args[1]}, {args[0]})"
+        if kind is Op.BITCAST:  # pairs of 32 or 64 bits: wgsl has no 8- or 16-bit integers
+            return f"bitcast<{ty.reg(op.result.type)}>({args[0]})"
         if kind is Op.CAST:
             value = args[0]
             if dtype.name == "float16" and not holds_half_value(x):
