@@ -74,7 +74,7 @@ def test_unknown_dtypes():
 
 def to_bitcast_fn(x, out, BLOCK: cube.Comptime[int]):
     offs = cube.arange(0, BLOCK)
-    cube.store(out + offs, cube.load(x + offs).to(cube.int32, bitcast=True).to(cube.float32))
+    cube.store(out + offs, cube.load(x + offs).to(cube.int64, bitcast=True).to(cube.float32))
 
 
 def to_two_args_fn(x, out, BLOCK: cube.Comptime[int]):
@@ -83,9 +83,11 @@ def to_two_args_fn(x, out, BLOCK: cube.Comptime[int]):
 
 
 def test_tile_to_arguments():
-    # bitcast=True was silently ignored (a value conversion instead of a reinterpretation)
+    # bitcast=True was once silently ignored (a value conversion instead of a
+    # reinterpretation); a bitcast must keep the width
     check_user_error(_compile_error(to_bitcast_fn, "cpu", *_arrays(), BLOCK=16),
-                     to_bitcast_fn, "bitcast=True", "bitcast", "remove bitcast=True")
+                     to_bitcast_fn, "bitcast=True", "float32 (32 bits) to int64 (64 bits)",
+                     "bitcast to a type of the same width")
     check_user_error(_compile_error(to_two_args_fn, "cpu", *_arrays(), BLOCK=16),
                      to_two_args_fn, "cube.float32, True", "one argument", "x.to(cube.float32)")
 
