@@ -160,3 +160,15 @@ def in_dtype(fn, d: str, *vals: np.ndarray) -> np.ndarray:
         if d in HALF:
             return np.asarray(fn(*[v.astype(np.float32) for v in vals])).astype(npd(d))
         return np.asarray(fn(*vals)).astype(npd(d))
+
+
+def bitcast_v(x: V, src: str, dst: str) -> V:
+    """x.to(dst, bitcast=True): exact bits, so only exact values can be checked. An inexact
+    value (err > 0), a zero of either sign or a NaN made by arithmetic (whose sign and payload
+    differ between CPUs and GPUs) gives bits the reference cannot know."""
+    val = np.ascontiguousarray(x.val.astype(npd(src)))
+    unk = x.unk | (x.err > 0) | x.zs
+    if is_f(src):
+        unk |= np.isnan(f64(val))
+    shape = val.shape
+    return V(val.view(npd(dst)), np.zeros(shape), unk, np.zeros(shape, bool))

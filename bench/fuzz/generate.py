@@ -77,7 +77,8 @@ class Generator:
         if depth <= 0 or rng.random() < 0.3:
             return self.leaf()
         kind = rng.choice(["math", "unary", "cast", "arith", "cmpwhere", "bits", "minmax",
-                           "fma", "pow"], p=[.14, .08, .14, .26, .12, .1, .07, .03, .06])
+                           "fma", "pow", "bitcast"],
+                          p=[.14, .08, .13, .25, .12, .1, .07, .03, .05, .03])
         sub = lambda: self.expr(depth - 1)  # noqa: E731
         if kind == "math":
             op = str(rng.choice(MATH1 + ROUNDING))
@@ -87,6 +88,14 @@ class Generator:
                         spelling=int(rng.integers(0, 2)))
         if kind == "cast":
             return Node("cast", [sub()], to=str(rng.choice(self.pool)),
+                        spelling=int(rng.integers(0, 2)))
+        if kind == "bitcast":
+            a = sub()
+            same_width = [d for d in self.pool
+                          if d not in ("bool", a.dtype) and BITS[d] == BITS[a.dtype]]
+            if not same_width:
+                raise Invalid("nothing of the width to bitcast to")
+            return Node("bitcast", [a], to=str(rng.choice(same_width)),
                         spelling=int(rng.integers(0, 2)))
         if kind == "fma":
             return Node("fma", [sub(), sub(), sub()])

@@ -11,6 +11,7 @@ import numpy as np
 from .bounds import (
     V,
     any_unk,
+    bitcast_v,
     cast_v,
     f64,
     in_dtype,
@@ -195,6 +196,8 @@ class Reference:
             return self.inputs[n.value]
         if op == "cast":
             return cast_v(self.eval(n.args[0]), n.args[0].dtype, n.to)
+        if op == "bitcast":
+            return bitcast_v(self.eval(n.args[0]), n.args[0].dtype, n.to)
         if op in ("neg", "abs", "inv"):
             x = self.eval(n.args[0])
             with np.errstate(all="ignore"):

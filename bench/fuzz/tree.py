@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from .dtypes import (
     ARITH,
     BITOPS,
+    BITS,
     COMPARE,
     MATH1,
     PYOP,
@@ -79,6 +80,11 @@ def infer(n: Node, input_dtypes: list[str]) -> str:
     elif op in MATH1 or op in ROUNDING:
         n.dtype = math_dtype(n.args[0].dtype)
     elif op == "cast":
+        n.dtype = n.to
+    elif op == "bitcast":
+        if n.args[0].op == "lit" or "bool" in (n.args[0].dtype, n.to) \
+                or BITS[n.args[0].dtype] != BITS[n.to]:
+            raise Invalid("bitcast between widths")
         n.dtype = n.to
     elif op in ARITH or op in COMPARE or op in BITOPS or op in SHIFTS \
             or op in ("maximum", "minimum"):
@@ -170,6 +176,9 @@ def render(n: Node, names: list[str], lines: list[str], counter: list[int]) -> s
     elif op == "cast":
         text = f"cube.cast({a[0]}, cube.{n.to})" if sp or n.args[0].op == "lit" \
             else f"{a[0]}.to(cube.{n.to})"
+    elif op == "bitcast":
+        text = f"cube.cast({a[0]}, cube.{n.to}, bitcast=True)" if sp \
+            else f"{a[0]}.to(cube.{n.to}, bitcast=True)"
     elif op == "pow" and sp:
         text = f"cube.pow({a[0]}, {a[1]})"
     elif op in PYOP:

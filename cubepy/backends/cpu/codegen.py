@@ -138,13 +138,19 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         return "\n".join(head + self.lines + [""])
 
     def _rsqrt(self, x: Value) -> str:
-        # Under fastmath, LLVM computes 1/sqrt as an estimate refined by a Newton step, which
-        # gives NaN at 0 and inf: those two take 1/x (+-inf, 0), as NumPy's 1/sqrt(x) gives.
-        # The estimate also reads a subnormal as 0 (-inf came out): a subnormal is scaled into
-        # the normal range by an even power of two first, exactly, and the result back.
         v, t = self.n(x), reg(x.type.dtype)
-        tiny, up, down = ("2.2250738585072014e-308", "2.0 ** 108", "2.0 ** 54") \
-            if t == "np.float64" else ("1.1754943508222875e-38", "2.0 ** 48", "2.0 ** 24")
+        if t == "np.float32":
+            # In float64, rounded once: under fastmath LLVM computes a float32 1/sqrt as an
+            # estimate refined by a Newton step, which was 2.5 ulp off (1117816464.0), gave NaN
+            # at 0 and inf, and read subnormals as 0. float64's sqrt and division are exact
+            # IEEE operations here, and every float32 is a normal float64.
+            if x.type.is_scalar:
+                return f"np.float32(1.0 / np.sqrt(np.float64({v})))"
+            return f"(1.0 / np.sqrt({v}.astype(np.float64))).astype(np.float32)"
+        # float64: zero and inf take 1/x (+-inf, 0), as NumPy's 1/sqrt(x) gives; a subnormal
+        # is scaled into the normal range by an even power of two first, exactly, and the
+        # result back (the same fastmath form read subnormals as 0)
+        tiny, up, down = "2.2250738585072014e-308", "2.0 ** 108", "2.0 ** 54"
         scaled = f"{t}({down}) * ({t}(1) / np.sqrt({v} * {t}({up})))"
         if x.type.is_scalar:
             return (f"({t}(1) / {v} if {v} == 0 or {v} == np.inf else {scaled} "
