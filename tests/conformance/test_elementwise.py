@@ -295,6 +295,31 @@ def test_floor_div_mod_negative_operands(target, rng, dtype):
             assert_close(got, want)
 
 
+@cube.kernel
+def floordiv_rows_kernel(x, y, q, ROWS: cube.Comptime[int], COLS: cube.Comptime[int]):
+    # 2-D tiles: the cpu target's tile form (divmod_kernel's 1-D tiles run as lane loops)
+    offs = cube.arange(0, ROWS)[:, None] * COLS + cube.arange(0, COLS)[None, :]
+    cube.store(q + offs, cube.load(x + offs) // cube.load(y + offs))
+
+
+@pytest.mark.parametrize("dtype", SIGNED_INT_DTYPES)
+def test_the_most_negative_integer_divided_by_minus_one_wraps(target, dtype):
+    # NumPy's INT_MIN // -1 is INT_MIN (the quotient wraps) and INT_MIN % -1 is 0; the cpu
+    # target's int64 division gave 0
+    low = np.iinfo(np_dtype(dtype)).min
+    x = np.array([low, low, low + 1, 5, low, -7, low, 9], np_dtype(dtype))
+    y = np.array([-1, 1, -1, -1, 2, -1, -1, 0], np_dtype(dtype))
+    outs = [poison(8, dtype) for _ in range(4)]
+    q_rows = poison(8, dtype)
+    if run_or_expect_unsupported(target, [dtype], lambda: divmod_kernel[(1,)](
+            x, y, *outs, 8, BLOCK=8, target=target)):
+        floordiv_rows_kernel[(1,)](x, y, q_rows, ROWS=2, COLS=4, target=target)
+        with np.errstate(divide="ignore", over="ignore"):
+            want_q, want_r = x // y, x % y
+        for got, want in [(outs[0], want_q), (outs[1], want_r), (q_rows, want_q)]:
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8", "uint32"])
 def test_integer_division_by_zero_gives_zero(target, rng, dtype):
     # NumPy's answer on every target: GPUs leave it undefined, WGSL gives the dividend

@@ -120,6 +120,18 @@ def test_gpu_integer_division_by_zero_gives_zero(rng, dtype):
             np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
+def test_gpu_the_most_negative_integer_divided_by_minus_one_wraps(dtype):
+    low = np.iinfo(np_dtype(dtype)).min
+    x = np.array([low, low, low + 1, 5, low, -7, low, 9], np_dtype(dtype))
+    y = np.array([-1, 1, -1, -1, 2, -1, -1, 0], np_dtype(dtype))
+    outs = [poison(8, dtype) for _ in range(4)]
+    gpu(E.divmod_kernel, (1,), x, y, *outs, 8, BLOCK=8)
+    with np.errstate(divide="ignore", over="ignore"):
+        for got, want in zip(outs[:2], [x // y, x % y]):
+            np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("width", [37, 100, 1000])
 def test_gpu_softmax(rng, width):
     rows = 64

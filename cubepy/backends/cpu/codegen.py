@@ -14,7 +14,7 @@ from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.ops import NOT_PURE
 from ...ir.rules import reduce_dtype
-from ..base import holds_half_value, shift_in_range
+from ..base import constant_value, holds_half_value, shift_in_range
 from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access
 from .dots import DotAccumulation
@@ -266,6 +266,14 @@ class CpuEmitter(DotAccumulation, PyEmitter):
             return
         if op.op is Op.POW and op.result.type.dtype.is_float:
             self.set(op, f"fpow({self.n(a)}, {self.n(b)})")  # see helpers.fpow
+            return
+        if op.op is Op.FLOORDIV and op.result.type.dtype.name == "int64" \
+                and constant_value(b) in (None, -1):
+            # INT64_MIN // -1 overflows: Numba's int64 division gave 0 there, NumPy (and the
+            # other targets) wrap to INT64_MIN, which is -INT64_MIN
+            x, y = self.n(a), self.n(b)
+            self.set(op, f"(-{x} if {y} == -1 else {x} // {y})" if op.result.type.is_scalar
+                    else f"np.where({y} == -1, -{x}, {x} // {y})")
             return
         self.set(op, f"{self.n(a)} {sym} {self.n(b)}")
 
