@@ -283,7 +283,8 @@ sin = _math("sin", "Sine.")
 cos = _math("cos", "Cosine.")
 tanh = _math("tanh", "Hyperbolic tangent.")
 erf = _math("erf", "The error function.")
-sigmoid = _math("sigmoid", "1 / (1 + exp(-x)).")
+sigmoid = _math("sigmoid", "1 / (1 + exp(-x)); exp(x) / (1 + exp(x)) below 0, which keeps "
+                "subnormal results (sigmoid(-92) in float32) where the other form overflows.")
 abs = _math("abs", "Absolute value.")  # noqa: A001 - the kernel language's name
 floor = _math("floor", "Round down.")
 ceil = _math("ceil", "Round up.")

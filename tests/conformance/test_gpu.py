@@ -35,6 +35,7 @@ SH = importlib.import_module("test_shapes")
 DT = importlib.import_module("test_dtypes")
 NAN = importlib.import_module("test_nan")
 FS = importlib.import_module("test_float_semantics")
+ME = importlib.import_module("test_math_edges")
 
 
 def _dev(a: np.ndarray):
@@ -372,3 +373,12 @@ def test_gpu_float_floor_divide_remainder_and_pow(rng, dtype):
     for got, k in zip(pows, [b, 2, 3, -1, -2, 5]):
         k = np.broadcast_to(np.asarray(k, a.dtype), a.shape)
         FS.assert_pow(got, FS.numpy_ref(np.power, a, k), a, k)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gpu_sigmoid_of_large_negative_arguments(dtype):
+    # exp(x) / (1 + exp(x)) below 0: a subnormal result, or 0 where the GPU's exp flushes
+    x = np.resize(np.array(ME.SIGMOID_ARGUMENTS[dtype], dtype), 64)
+    out = poison(64, dtype)
+    gpu(ME.sigmoid_lanes_kernel, (1,), x, out, B=64)
+    ME.assert_sigmoid_close(x, out, dtype, wgsl_exp=False, flushes=True)

@@ -244,3 +244,56 @@ def test_pow_by_a_half_is_c99s_not_sqrt(target, kernel, dtype):
         np.testing.assert_array_equal(out, want)  # exact: the squares' roots are whole
         number = ~np.isnan(want)
         np.testing.assert_array_equal(np.signbit(out[number]), np.signbit(want[number]))
+
+
+@cube.kernel
+def sigmoid_lanes_kernel(x, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)
+    cube.store(out + offs, cube.sigmoid(cube.load(x + offs)))
+
+
+@cube.kernel
+def sigmoid_tile_kernel(x, out, B: cube.Comptime[int]):
+    offs = cube.arange(0, B)[:, None] * B + cube.arange(0, B)[None, :]
+    cube.store(out + offs, cube.sigmoid(cube.load(x + offs)))
+
+
+SIGMOID_ARGUMENTS = {
+    "float32": [-92.0, -95.0, -100.0, -103.0, -104.0, -88.0, -87.0, -20.0, -1.0, -0.0, 0.0,
+                0.5, 3.0, 20.0, 100.0, np.inf, -np.inf, np.nan],
+    "float64": [-710.0, -720.0, -740.0, -745.0, -746.0, -708.0, -20.0, -1.0, -0.0, 0.0, 0.5,
+                3.0, 40.0, 800.0, np.inf, -np.inf, np.nan],
+}
+
+
+@pytest.mark.parametrize(("kernel", "dtype"), [(sigmoid_lanes_kernel, "float32"),
+                                               (sigmoid_lanes_kernel, "float64"),
+                                               (sigmoid_tile_kernel, "float32")])
+def test_sigmoid_of_large_negative_arguments_is_subnormal(target, dtype, kernel):
+    """sigmoid(-92) is 1.1e-40 in float32: 1 / (1 + exp(92)) overflowed first and gave 0 on
+    every target (fuzzer seeds 7000152, 8000517, 9000509). Within 4 ulp (subnormals' spacing
+    for subnormals), or 0 where the target may flush subnormals; on wgsl within WGSL's bound
+    for the adapter's ``exp``, 3 + 2|x| ulp (lavapipe's is 28 ulp off at -87)."""
+    x = np.resize(np.array(SIGMOID_ARGUMENTS[dtype], dtype), 64)
+    out = poison(64, dtype)
+    block = 64 if kernel is sigmoid_lanes_kernel else 8
+    if not run_or_expect_unsupported(target, [dtype],
+                                     lambda: kernel[(1,)](x, out, B=block, target=target)):
+        return
+    wgsl = target == "wgsl"
+    assert_sigmoid_close(x, out, dtype, wgsl, allows_flushed_subnormals(target))
+
+
+def assert_sigmoid_close(x: np.ndarray, out: np.ndarray, dtype: str, wgsl_exp: bool,
+                         flushes: bool) -> None:
+    """NaN for NaN, else within 4 ulp (3 + 2|x| more for WGSL's ``exp`` bound), or 0 for a
+    subnormal result where the target may flush subnormals."""
+    with np.errstate(over="ignore"):
+        want = (1 / (1 + np.exp(-x.astype(np.longdouble)))).astype(np.float64)
+    nan = np.isnan(x)
+    assert np.isnan(out[nan]).all()
+    x, out, want = x[~nan], out[~nan], want[~nan]
+    close = ulps_off(out, want, dtype) <= 4 + (2 * np.abs(x) if wgsl_exp else 0)
+    if flushes:
+        close |= (np.abs(want) < np.finfo(dtype).tiny) & (out == 0)
+    assert close.all(), (x[~close], out[~close], want[~close])

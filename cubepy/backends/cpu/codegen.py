@@ -158,6 +158,15 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         return (f"np.where({v} == {t}(0), {t}(1) / {v}, np.where({v} == np.inf, {t}(0), "
                 f"np.where({v} < {t}({tiny}), {scaled}, {t}(1) / np.sqrt({v}))))")
 
+    def _sigmoid(self, x: Value) -> str:
+        # exp(x) / (1 + exp(x)) below 0, where 1 / (1 + exp(-x)) overflows to 0 for results
+        # in the subnormal range (sigmoid(-92) is 1.1e-40 in float32); one exp either way
+        v, one, e = self.n(x), f"{reg(x.type.dtype)}(1)", self.fresh("sigmoid_exp")
+        self.line(f"{e} = np.exp(-np.abs({v}))")
+        if x.type.is_scalar:
+            return f"({e} / ({one} + {e}) if {v} < 0 else {one} / ({one} + {e}))"
+        return f"np.where({v} < 0, {e} / ({one} + {e}), {one} / ({one} + {e}))"
+
     def module_globals(self, debug: bool) -> list[str]:
         """Lines that define globals the kernel reads, after the helpers are installed."""
         return [f"erf = erf_ufunc({not debug})"] if self.needs_erf_ufunc() else []
@@ -202,9 +211,7 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         elif kind is Op.RSQRT:
             self.set(op, self._rsqrt(op.operands[0]))
         elif kind is Op.SIGMOID:
-            x = op.operands[0]
-            one = f"{reg(x.type.dtype)}(1)"
-            self.set(op, f"{one} / ({one} + np.exp(-{self.n(x)}))")
+            self.set(op, self._sigmoid(op.operands[0]))
         elif kind is Op.ERF:
             self.set(op, f"erf({self.n(op.operands[0])})")
         elif kind is Op.UMULHI:

@@ -48,7 +48,7 @@ PY_BINARY = {
 TL_MATH = {
     Op.EXP: "tl.exp", Op.EXP2: "tl.exp2", Op.LOG: "tl.log", Op.LOG2: "tl.log2",
     Op.SQRT: "tl.sqrt", Op.RSQRT: "tl.rsqrt", Op.SIN: "tl.sin", Op.COS: "tl.cos",
-    Op.ERF: "tl.erf", Op.SIGMOID: "tl.sigmoid", Op.FLOOR: "tl.floor", Op.CEIL: "tl.ceil",
+    Op.ERF: "tl.erf", Op.SIGMOID: "_sigmoid", Op.FLOOR: "tl.floor", Op.CEIL: "tl.ceil",
 }
 # The type the launcher passes for a scalar of each dtype; narrower ones are cast on entry
 # (Triton's launcher is sure to pack these, on every version cubepy supports).
@@ -301,6 +301,8 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
         elif kind is Op.ABS:
             self.assign(op, f"tl.abs({self.n(op.operands[0])})")
         elif kind in TL_MATH:
+            if TL_MATH[kind] in HELPERS:  # prelude's
+                self.helpers.add(TL_MATH[kind])
             self.in_f32(op, TL_MATH[kind])
         elif kind is Op.TANH:
             self.in_f32(op, self.extern("tanh"))

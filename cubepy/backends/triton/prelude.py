@@ -82,6 +82,14 @@ def _bf16_value(bits):
     # included (the interpreter's own cast reads subnormals as 0)
     return (bits.to(tl.int32) << 16).to(tl.float32, bitcast=True)
 ''',
+    "_sigmoid": '''
+@triton.jit
+def _sigmoid(x):
+    # exp(x) / (1 + exp(x)) below 0: tl.sigmoid's 1 / (1 + exp(-x)) overflows to 0 there
+    # where the result is a subnormal (below about -87.3 in float32)
+    e = tl.exp(-tl.abs(x))
+    return tl.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+''',
     "_round_bf16": '''
 @triton.jit
 def _round_bf16(x):

@@ -118,6 +118,12 @@ F64_HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
     }
     return select(r, -r, x < 0.0lf);
 }"""),
+    # exp(x) / (1 + exp(x)) below 0, where 1 / (1 + exp(-x)) overflows to 0 for results in
+    # the subnormal range
+    "sigmoid_f64": (("exp_f64",), """fn sigmoid_f64(x: f64) -> f64 {
+    let e = exp_f64(-abs(x));
+    return select(e / (1.0lf + e), 1.0lf / (1.0lf + e), x >= 0.0lf);
+}"""),
 }
 
 
@@ -142,5 +148,5 @@ def f64_call(kind: str, args: list[str], use) -> str:
     if kind == "erf":
         return f"{use('erf_f64')}({x})"
     if kind == "sigmoid":
-        return f"(1.0lf / (1.0lf + {use('exp_f64')}(-{x})))"
+        return f"{use('sigmoid_f64')}({x})"
     raise KeyError(kind)

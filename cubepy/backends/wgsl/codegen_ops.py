@@ -143,8 +143,7 @@ class OpsMixin:
         if kind is Op.ERF:
             return f"{self.use_helper('erf', t)}({args[0]})"
         if kind is Op.SIGMOID:
-            one = ty.literal(1, dtype)
-            return f"({one} / ({one} + exp(-{args[0]})))"
+            return f"{self.use_helper('sigmoid', t)}({args[0]})"
         if kind is Op.UMULHI:
             return f"{self.use_helper('umulhi', t)}({args[0]}, {args[1]})"
         if kind is Op.FMA:

@@ -287,6 +287,12 @@ HELPERS = {
     # float16's normal range drops 13 of f32's 23 fraction bits (a carry moves into the
     # exponent, as it should); its subnormals are multiples of 2^-24, rounded by `round` after
     # an exact scaling; from 65520 on the value rounds to infinity; NaN stays NaN.
+    # exp(x) / (1 + exp(x)) below 0, where 1 / (1 + exp(-x)) overflows to 0 for results in
+    # the subnormal range (where the adapter keeps subnormals)
+    "sigmoid": """fn sigmoid_{T}(x: {T}) -> {T} {{
+    let e = exp(-abs(x));
+    return select(e / ({O} + e), {O} / ({O} + e), x >= {Z});
+}}""",
     "round_to_f16": """fn round_to_f16_{T}(x: f32) -> f32 {{
     let bits = bitcast<u32>(x);
     let normal = bitcast<f32>((bits + 0xfffu + ((bits >> 13u) & 1u)) & 0xffffe000u);
