@@ -380,5 +380,5 @@ def test_gpu_sigmoid_of_large_negative_arguments(dtype):
     # exp(x) / (1 + exp(x)) below 0: a subnormal result, or 0 where the GPU's exp flushes
     x = np.resize(np.array(ME.SIGMOID_ARGUMENTS[dtype], dtype), 64)
     out = poison(64, dtype)
-    gpu(ME.sigmoid_lanes_kernel, (1,), x, out, B=64)
+    gpu(ME.lanes_kernel, (1,), x, out, B=64, FN="sigmoid")
     ME.assert_sigmoid_close(x, out, dtype, wgsl_exp=False, flushes=True)

@@ -14,28 +14,37 @@ import cubepy as cube
 SPECIAL = [0.0, -0.0, np.inf, 4.0, np.nan, 7.0, 1e-30, 0.25]
 
 
+@cube.func
+def rsqrt_or_sigmoid(v, FN: cube.Comptime[str]):
+    if FN == "rsqrt":
+        y = cube.rsqrt(v)
+    else:
+        y = cube.sigmoid(v)
+    return y
+
+
 @cube.kernel
-def rsqrt_lanes_kernel(x, out, B: cube.Comptime[int]):
+def lanes_kernel(x, out, B: cube.Comptime[int], FN: cube.Comptime[str] = "rsqrt"):
     offs = cube.arange(0, B)
-    cube.store(out + offs, cube.rsqrt(cube.load(x + offs)))
+    cube.store(out + offs, rsqrt_or_sigmoid(cube.load(x + offs), FN))
 
 
 @cube.kernel
-def rsqrt_tile_kernel(x, out, B: cube.Comptime[int]):
+def tile_kernel(x, out, B: cube.Comptime[int], FN: cube.Comptime[str] = "rsqrt"):
     offs = cube.arange(0, B)[:, None] * B + cube.arange(0, B)[None, :]
-    cube.store(out + offs, cube.rsqrt(cube.load(x + offs)))
+    cube.store(out + offs, rsqrt_or_sigmoid(cube.load(x + offs), FN))
 
 
 @pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # NumPy under Triton's
 @pytest.mark.parametrize(("kernel", "dtype"),  # interpreter
-                         [(rsqrt_lanes_kernel, "float16"), (rsqrt_lanes_kernel, "float32"),
-                          (rsqrt_lanes_kernel, "float64"), (rsqrt_tile_kernel, "float32")])
+                         [(lanes_kernel, "float16"), (lanes_kernel, "float32"),
+                          (lanes_kernel, "float64"), (tile_kernel, "float32")])
 def test_rsqrt_of_zero_and_infinity(target, dtype, kernel):
     # 1-D tiles run as scalar lane loops on cpu, 2-D ones as array expressions: both paths
     # (one dtype for the second: a 2-D float16 kernel costs ~10 s of Numba compile in CI)
     x = np.tile(np.array(SPECIAL, dtype), 8)
     out = poison(x.shape, dtype)
-    block = 64 if kernel is rsqrt_lanes_kernel else 8
+    block = 64 if kernel is lanes_kernel else 8
     if run_or_expect_unsupported(target, [dtype],
                                  lambda: kernel[(1,)](x, out, B=block, target=target)):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -51,15 +60,15 @@ SUBNORMAL = {"float32": [1.5113536e-39, 1.4e-45, 1e-40, 1.1754942e-38, 1.1754943
                          2.0]}
 
 
-@pytest.mark.parametrize(("kernel", "dtype"), [(rsqrt_lanes_kernel, "float32"),
-                                               (rsqrt_lanes_kernel, "float64"),
-                                               (rsqrt_tile_kernel, "float32")])
+@pytest.mark.parametrize(("kernel", "dtype"), [(lanes_kernel, "float32"),
+                                               (lanes_kernel, "float64"),
+                                               (tile_kernel, "float32")])
 def test_rsqrt_of_subnormals(target, dtype, kernel):
     """rsqrt of a subnormal is a normal number (1.5e-39 gives 2.6e19): the cpu target's fast
     1/sqrt estimate read subnormals as 0 and gave -inf in its tile form."""
     x = np.resize(np.array(SUBNORMAL[dtype], dtype), 64)
     out = poison(64, dtype)
-    block = 64 if kernel is rsqrt_lanes_kernel else 8
+    block = 64 if kernel is lanes_kernel else 8
     if not run_or_expect_unsupported(target, [dtype],
                                      lambda: kernel[(1,)](x, out, B=block, target=target)):
         return
@@ -70,9 +79,9 @@ def test_rsqrt_of_subnormals(target, dtype, kernel):
     assert np.all(close), (x[~close], out[~close], want[~close])
 
 
-@pytest.mark.parametrize(("kernel", "dtype"), [(rsqrt_lanes_kernel, "float32"),
-                                               (rsqrt_lanes_kernel, "float64"),
-                                               (rsqrt_tile_kernel, "float32")])
+@pytest.mark.parametrize(("kernel", "dtype"), [(lanes_kernel, "float32"),
+                                               (lanes_kernel, "float64"),
+                                               (tile_kernel, "float32")])
 def test_rsqrt_within_two_ulp(target, rng, dtype, kernel):
     """rsqrt over the normal range, within 2 ulp (WGSL's bound for inverseSqrt): the cpu
     target's fast estimate and Newton step gave 3 ulp for float32 1117816464.0 (fuzzer seed
@@ -81,7 +90,7 @@ def test_rsqrt_within_two_ulp(target, rng, dtype, kernel):
     x = (rng.uniform(1, 10, 64) * 10.0 ** rng.integers(tiny, huge, 64)).astype(dtype)
     x[:4] = [1117816464.0, 1.0, 2.0, 3.0]
     out = poison(64, dtype)
-    block = 64 if kernel is rsqrt_lanes_kernel else 8
+    block = 64 if kernel is lanes_kernel else 8
     if run_or_expect_unsupported(target, [dtype],
                                  lambda: kernel[(1,)](x, out, B=block, target=target)):
         off = ulps_off(out, 1 / np.sqrt(x.astype(np.longdouble)).astype(np.float64), dtype)
@@ -246,18 +255,6 @@ def test_pow_by_a_half_is_c99s_not_sqrt(target, kernel, dtype):
         np.testing.assert_array_equal(np.signbit(out[number]), np.signbit(want[number]))
 
 
-@cube.kernel
-def sigmoid_lanes_kernel(x, out, B: cube.Comptime[int]):
-    offs = cube.arange(0, B)
-    cube.store(out + offs, cube.sigmoid(cube.load(x + offs)))
-
-
-@cube.kernel
-def sigmoid_tile_kernel(x, out, B: cube.Comptime[int]):
-    offs = cube.arange(0, B)[:, None] * B + cube.arange(0, B)[None, :]
-    cube.store(out + offs, cube.sigmoid(cube.load(x + offs)))
-
-
 SIGMOID_ARGUMENTS = {
     "float32": [-92.0, -95.0, -100.0, -103.0, -104.0, -88.0, -87.0, -20.0, -1.0, -0.0, 0.0,
                 0.5, 3.0, 20.0, 100.0, np.inf, -np.inf, np.nan],
@@ -266,9 +263,9 @@ SIGMOID_ARGUMENTS = {
 }
 
 
-@pytest.mark.parametrize(("kernel", "dtype"), [(sigmoid_lanes_kernel, "float32"),
-                                               (sigmoid_lanes_kernel, "float64"),
-                                               (sigmoid_tile_kernel, "float32")])
+@pytest.mark.parametrize(("kernel", "dtype"), [(lanes_kernel, "float32"),
+                                               (lanes_kernel, "float64"),
+                                               (tile_kernel, "float32")])
 def test_sigmoid_of_large_negative_arguments_is_subnormal(target, dtype, kernel):
     """sigmoid(-92) is 1.1e-40 in float32: 1 / (1 + exp(92)) overflowed first and gave 0 on
     every target (fuzzer seeds 7000152, 8000517, 9000509). Within 4 ulp (subnormals' spacing
@@ -276,9 +273,10 @@ def test_sigmoid_of_large_negative_arguments_is_subnormal(target, dtype, kernel)
     for the adapter's ``exp``, 3 + 2|x| ulp (lavapipe's is 28 ulp off at -87)."""
     x = np.resize(np.array(SIGMOID_ARGUMENTS[dtype], dtype), 64)
     out = poison(64, dtype)
-    block = 64 if kernel is sigmoid_lanes_kernel else 8
+    block = 64 if kernel is lanes_kernel else 8
     if not run_or_expect_unsupported(target, [dtype],
-                                     lambda: kernel[(1,)](x, out, B=block, target=target)):
+                                     lambda: kernel[(1,)](x, out, B=block, FN="sigmoid",
+                                                          target=target)):
         return
     wgsl = target == "wgsl"
     assert_sigmoid_close(x, out, dtype, wgsl, allows_flushed_subnormals(target))
