@@ -110,24 +110,36 @@ class FunctionBuilder(ast.NodeVisitor):
         self.function = Function(pyfn.__name__, arg_names, body, self.params,
                                  self.source.loc(self.source.tree))
         self.returned: Any = None
+        # a comptime `if` among the function's own statements, and whether one of its
+        # branches returned (visit_top_level)
+        self.top_level_if = False
+        self.reached_return = False
 
     # ---- entry points ----
 
     def build(self) -> Function:
-        tree = self.source.tree
-        body = tree.body
-        for i, stmt in enumerate(body):
-            if isinstance(stmt, ast.Return):
-                if i != len(body) - 1:
-                    self.error(stmt, "code after `return` is never run", "remove it")
-                self.visit_return_value(stmt)
-            else:
-                self.visit(stmt)
+        self.visit_top_level(self.source.tree.body)
         if not self.is_kernel:
             values = control.flatten_values(self.returned)
             self.function.returns = [v.type for v in values]
             self.b.yield_(values)
         return self.function
+
+    def visit_top_level(self, stmts: list[ast.stmt]) -> bool:
+        """The function's own statements. A comptime ``if`` here is flattened into the branch
+        it takes, so that a ``return`` there ends the function, as in Triton's constexpr
+        branches (``if not ENABLED: return``). True once a ``return`` was reached."""
+        for i, stmt in enumerate(stmts):
+            if isinstance(stmt, ast.Return):
+                if i != len(stmts) - 1:
+                    self.error(stmt, "code after `return` is never run", "remove it")
+                self.visit_return_value(stmt)
+                return True
+            self.top_level_if = isinstance(stmt, ast.If)  # visit_If flattens it if comptime
+            self.visit(stmt)
+            if self.reached_return:
+                return True
+        return False
 
     def error(self, node: ast.AST, message: str, hint: str | None = None) -> None:
         raise CompileError(message, self.source.loc(node), hint)
@@ -145,8 +157,9 @@ class FunctionBuilder(ast.NodeVisitor):
     def visit_block(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
             if isinstance(stmt, ast.Return):
-                self.error(stmt, "`return` inside a branch or loop is not supported",
-                           "assign the result to a variable and return it at the end")
+                self.error(stmt, "`return` inside a run-time branch or a loop is not supported",
+                           "assign the result to a variable and return it at the end (a "
+                           "comptime `if` at the function's top level may return)")
             self.visit(stmt)
 
     def generic_visit(self, node: ast.AST) -> Any:
@@ -215,9 +228,14 @@ class FunctionBuilder(ast.NodeVisitor):
                        "cube.store() to write memory")
 
     def visit_If(self, node: ast.If) -> None:
+        top_level, self.top_level_if = self.top_level_if, False
         cond = self.visit(node.test)
         if not is_value(cond):
-            self.visit_block(node.body if cond else node.orelse)
+            taken = node.body if cond else node.orelse
+            if top_level:
+                self.reached_return = self.visit_top_level(taken)
+            else:
+                self.visit_block(taken)
             return
         cond = to_bool(self.b, cond)
         if cond.type.shape:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from util import assert_close, cdiv, poison, random_array
+from util import assert_close, assert_points_at_the_line, cdiv, poison, random_array
 
 import cubepy as cube
 
@@ -320,6 +320,63 @@ def test_func_helpers_inlined(target, rng):
     out = poison(n, "float32")
     func_kernel[(cdiv(n, BLOCK),)](x, out, n, 3.0, BLOCK=BLOCK, target=target)
     assert_close(out, x.astype(np.float64) ** 2 + 3.0 * x)
+
+
+@cube.func
+def activation(v, KIND: cube.Comptime[str]):
+    # returns from comptime branches, as Triton's constexpr ifs may
+    if KIND == "relu":
+        return cube.maximum(v, 0.0)
+    elif KIND == "square":
+        if True:
+            return v * v
+    return v
+
+
+@cube.kernel
+def early_return_kernel(x, out, n, BLOCK: cube.Comptime[int], KIND: cube.Comptime[str],
+                        ENABLED: cube.Comptime[bool] = True):
+    if not ENABLED:
+        return
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    cube.store(out + offs, activation(cube.load(x + offs, mask=mask), KIND), mask=mask)
+
+
+@pytest.mark.parametrize("kind", ["relu", "square", "identity", "disabled"])
+def test_return_from_a_comptime_branch(target, rng, kind):
+    n = 200
+    x = random_array(rng, n, "float32")
+    out = poison(n, "float32")
+    early_return_kernel[(cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK, KIND=kind,
+                                           ENABLED=kind != "disabled", target=target)
+    if kind == "disabled":
+        assert np.isnan(out).all()  # the kernel returned before any store
+        return
+    want = {"relu": np.maximum(x, 0), "square": x.astype(np.float64) ** 2,
+            "identity": x}[kind]
+    assert_close(out, want)
+
+
+@cube.kernel
+def return_in_a_run_time_branch(x, n):
+    if n > 0:
+        return
+    cube.store(x, 1.0)
+
+
+@cube.kernel
+def return_in_a_loop(x, n):
+    for _i in range(n):
+        return
+    cube.store(x, 1.0)
+
+
+@pytest.mark.parametrize("kernel", [return_in_a_run_time_branch, return_in_a_loop])
+def test_return_in_run_time_control_flow_points_at_the_line(kernel):
+    assert_points_at_the_line(lambda: kernel[(1,)](np.zeros(1, np.float32), 3, target="cpu"),
+                              "`return` inside a run-time branch or a loop is not supported",
+                              "test_control_flow.py")
 
 
 @cube.kernel
