@@ -301,7 +301,13 @@ def reduce_ref(kind: str, v: V, axis: int | None, dtype: str) -> V:
         r = round_to(s, dtype)
         r64 = f64(r)
         e = err.sum(axis=axis) + n * 2.0 ** -PREC[dtype] * absum + ulp(r64, dtype)
-        out_unk = anyunk | (np.isfinite(absum) & (absum + e >= overflow_at(dtype)))
+        # partial sums of the finite values may overflow, in an order the target picks, and
+        # then meet an infinity of the other sign (NaN) or not (inf): seed 10002646
+        x64 = f64(val)
+        with np.errstate(all="ignore"):
+            finite = np.sum(np.where(np.isfinite(x64), np.abs(x64), 0.0), axis=axis)
+        finite_e = err.sum(axis=axis) + n * 2.0 ** -PREC[dtype] * finite
+        out_unk = anyunk | (finite + finite_e >= overflow_at(dtype))
         out_unk |= np.isinf(r64) & np.isfinite(absum)
         out_unk |= np.isnan(r64) & (err > 0).any(axis=axis)
         neg0 = ((f64(val) == 0) & (np.signbit(f64(val)) | zs)).any(axis=axis)
