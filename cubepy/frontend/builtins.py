@@ -226,7 +226,7 @@ def _atomic(kind: str) -> Lowering:
     return lower
 
 
-for _kind in ("add", "max", "min", "xchg"):
+for _kind in ("add", "max", "min", "xchg", "and", "or", "xor"):
     LOWERINGS[f"atomic_{_kind}"] = _atomic(_kind)
 
 

@@ -67,7 +67,7 @@ class Op(enum.Enum):
     PTR_ADD = "ptr_add"        # pointer + integer offsets
     LOAD = "load"              # operands: ptr [, mask [, other]]
     STORE = "store"            # operands: ptr, value [, mask]
-    ATOMIC = "atomic"          # attrs: kind (add|max|min|xchg), sem (acq_rel|relaxed);
+    ATOMIC = "atomic"          # attrs: kind (add|max|min|xchg|and|or|xor), sem (acq_rel|relaxed);
     #                            operands: ptr, value [, mask]
     ATOMIC_CAS = "atomic_cas"  # operands: ptr, cmp, value
     # A 2-D block read through a tensor descriptor: operands fallback, base, rows, cols,

@@ -201,6 +201,10 @@ def _memory(op: Op, types: list[Type], attrs: dict) -> list[Type]:
         return []
     if op is Op.ATOMIC and attrs["kind"] == "add" and ptr.dtype.is_bool:
         raise RuleError("atomic_add is not defined on bool")
+    if op is Op.ATOMIC and attrs["kind"] in ("and", "or", "xor") and not ptr.dtype.is_int:
+        raise RuleError(f"atomic_{attrs['kind']} needs an integer array, got {ptr.dtype.name}",
+                        "use it on int32, uint32 or int64 arrays (for float bits, keep them in "
+                        "an int array and bitcast)")
     return [Type(ptr.dtype, ptr.shape)]
 
 

@@ -260,6 +260,34 @@ def atomic_xchg(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel"
 
 
 @_builtin
+def atomic_and(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic bitwise and on an integer array; returns the old values. ``sem`` as for
+    ``atomic_add``.
+
+    Example:
+        >>> cube.atomic_and(flags + word, ~(1 << bit), mask=mask)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def atomic_or(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic bitwise or on an integer array (set bits); returns the old values.
+
+    Example:
+        >>> seen = cube.atomic_or(bitmap + word, 1 << bit, mask=mask)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def atomic_xor(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic bitwise exclusive or on an integer array (flip bits); returns the old values.
+
+    Example:
+        >>> cube.atomic_xor(parity + slot, bits, mask=mask)  # doctest: +SKIP
+    """
+
+
+@_builtin
 def atomic_cas(pointer: Any, cmp: Any, value: Any) -> Any:
     """Compare-and-swap: store ``value`` where the old value equals ``cmp``; returns old."""
 

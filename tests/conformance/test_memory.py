@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from util import (
     assert_close,
+    assert_points_at_the_line,
     cdiv,
+    np_dtype,
     poison,
     random_array,
     run_or_expect_unsupported,
@@ -67,6 +69,66 @@ def test_atomic_max_min(target, rng, dtype):
         np.minimum.at(mn0, idx, x)
         assert_close(mx, mx0)
         assert_close(mn, mn0)
+
+
+@cube.kernel
+def atomic_bits_kernel(x, idx, acc, old, n, BLOCK: cube.Comptime[int],
+                       KIND: cube.Comptime[str]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    v = cube.load(x + offs, mask=mask)
+    slot = cube.load(idx + offs, mask=mask, other=0)
+    if KIND == "and":
+        before = cube.atomic_and(acc + slot, v, mask=mask)
+    elif KIND == "or":
+        before = cube.atomic_or(acc + slot, v, mask=mask, sem="relaxed")
+    else:
+        before = cube.atomic_xor(acc + slot, v, mask=mask)
+    cube.store(old + offs, before, mask=mask)
+
+
+@pytest.mark.parametrize("kind", ["and", "or", "xor"])
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
+def test_atomic_bitwise(target, rng, kind, dtype):
+    """Many lanes on few slots: each slot ends as its start combined with every value (in
+    any order), and the old values chain: each lane's update turns its old value into another
+    lane's old value, or into the slot's end, so the states before the updates (and the end)
+    are the states after them (and the start), as multisets."""
+    n, slots = 1500, 5
+    info = np.iinfo(np_dtype(dtype))
+    x = rng.integers(info.min, info.max, n, dtype=np_dtype(dtype), endpoint=True)
+    if kind == "and":  # mostly ones, so the slots do not all end at 0
+        x |= ~(np_dtype(dtype).type(1) << rng.integers(0, 8, n).astype(np_dtype(dtype)))
+    idx = random_array(rng, n, "int32", 0, slots)
+    acc0 = rng.integers(info.min, info.max, slots, dtype=np_dtype(dtype), endpoint=True)
+    acc, old = acc0.copy(), np.zeros(n, np_dtype(dtype))
+    if run_or_expect_unsupported(
+        target, [dtype],
+        lambda: atomic_bits_kernel[(cdiv(n, BLOCK),)](x, idx, acc, old, n, BLOCK=BLOCK,
+                                                      KIND=kind, target=target),
+        atomic_dtypes=[dtype],
+    ):
+        ufunc = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
+        want = acc0.copy()
+        ufunc.at(want, idx, x)
+        np.testing.assert_array_equal(acc, want)
+        after = ufunc(old, x)
+        for s in range(slots):
+            lanes = idx == s
+            befores = sorted(old[lanes].tolist() + [int(want[s])])
+            afters = sorted(after[lanes].tolist() + [int(acc0[s])])
+            assert befores == afters, f"slot {s}: old values that no order of updates gives"
+
+
+@cube.kernel
+def atomic_bits_of_a_float(acc):
+    cube.atomic_or(acc + cube.arange(0, 16), 1.0)
+
+
+def test_atomic_bitwise_of_a_float_array_points_at_the_line():
+    assert_points_at_the_line(
+        lambda: atomic_bits_of_a_float[(1,)](np.zeros(16, np.float32), target="cpu"),
+        "atomic_or needs an integer array, got float32", "test_memory.py")
 
 
 @cube.kernel

@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 
-OPS = ("add", "max", "min", "xchg")
+OPS = ("add", "max", "min", "xchg", "and", "or", "xor")
+BITWISE = {"and": "and", "or": "or", "xor": "xor"}  # LLVM's atomicrmw names: integers only
 
 
 def _float_replaces(kind: str, old: float, val: float) -> bool:
@@ -44,6 +45,12 @@ def py_rmw(kind: str):
             arr[idx] = max(old, val)
         elif kind == "min":
             arr[idx] = min(old, val)
+        elif kind == "and":
+            arr[idx] = old & val
+        elif kind == "or":
+            arr[idx] = old | val
+        elif kind == "xor":
+            arr[idx] = old ^ val
         else:
             arr[idx] = val
         return old
@@ -113,9 +120,10 @@ def numba_rmw(kind: str):
         if isinstance(dtype, types.Float):
             llvm_op = {"add": "fadd", "xchg": "xchg"}.get(kind)
         elif getattr(dtype, "signed", True):
-            llvm_op = {"add": "add", "max": "max", "min": "min", "xchg": "xchg"}[kind]
+            llvm_op = {"add": "add", "max": "max", "min": "min", "xchg": "xchg", **BITWISE}[kind]
         else:
-            llvm_op = {"add": "add", "max": "umax", "min": "umin", "xchg": "xchg"}[kind]
+            llvm_op = {"add": "add", "max": "umax", "min": "umin", "xchg": "xchg",
+                       **BITWISE}[kind]
 
         def codegen(context, builder, signature, args):
             ptr = _element_pointer(context, builder, signature, args)

@@ -340,7 +340,8 @@ def _atomic_min_nan(ptr, val, mask=None):
 ''',
 }
 ATOMICS = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min",
-           "xchg": "tl.atomic_xchg"}
+           "xchg": "tl.atomic_xchg", "and": "tl.atomic_and", "or": "tl.atomic_or",
+           "xor": "tl.atomic_xor"}
 # Float max/min go through the helpers above.
 FLOAT_ATOMICS = {**ATOMICS, "max": "_atomic_max_nan", "min": "_atomic_min_nan"}
 # What a helper's own source uses: other helpers, and constants.

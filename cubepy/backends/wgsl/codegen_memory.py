@@ -21,7 +21,8 @@ def _p(expr: str) -> str:
     return expr if re.fullmatch(r"[A-Za-z0-9_]+|\(.*\)", expr) else f"({expr})"
 
 
-RMW = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin", "xchg": "atomicExchange"}
+RMW = {"add": "atomicAdd", "max": "atomicMax", "min": "atomicMin", "xchg": "atomicExchange",
+       "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor"}
 
 
 class MemoryMixin:
