@@ -382,3 +382,13 @@ def test_gpu_sigmoid_of_large_negative_arguments(dtype):
     out = poison(64, dtype)
     gpu(ME.lanes_kernel, (1,), x, out, B=64, FN="sigmoid")
     ME.assert_sigmoid_close(x, out, dtype, wgsl_exp=False, flushes=True)
+
+
+@pytest.mark.parametrize("kind", ["and", "or", "xor"])
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
+def test_gpu_atomic_bitwise(rng, kind, dtype):
+    x, idx, acc0 = MEM.bitwise_case(rng, kind, dtype)
+    acc, old = acc0.copy(), np.zeros(x.size, x.dtype)
+    gpu(MEM.atomic_bits_kernel, (cdiv(x.size, 128),), x, idx, acc, old, x.size, BLOCK=128,
+        KIND=kind)
+    MEM.assert_bitwise_atomics(kind, x, idx, acc0, acc, old)

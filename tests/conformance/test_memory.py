@@ -87,37 +87,47 @@ def atomic_bits_kernel(x, idx, acc, old, n, BLOCK: cube.Comptime[int],
     cube.store(old + offs, before, mask=mask)
 
 
-@pytest.mark.parametrize("kind", ["and", "or", "xor"])
-@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
-def test_atomic_bitwise(target, rng, kind, dtype):
-    """Many lanes on few slots: each slot ends as its start combined with every value (in
-    any order), and the old values chain: each lane's update turns its old value into another
-    lane's old value, or into the slot's end, so the states before the updates (and the end)
-    are the states after them (and the start), as multisets."""
-    n, slots = 1500, 5
+def bitwise_case(rng: np.random.Generator, kind: str, dtype: str, n: int = 1500, slots: int = 5
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random values, their slots (many lanes on few slots) and the slots' start."""
     info = np.iinfo(np_dtype(dtype))
     x = rng.integers(info.min, info.max, n, dtype=np_dtype(dtype), endpoint=True)
     if kind == "and":  # mostly ones, so the slots do not all end at 0
         x |= ~(np_dtype(dtype).type(1) << rng.integers(0, 8, n).astype(np_dtype(dtype)))
     idx = random_array(rng, n, "int32", 0, slots)
-    acc0 = rng.integers(info.min, info.max, slots, dtype=np_dtype(dtype), endpoint=True)
-    acc, old = acc0.copy(), np.zeros(n, np_dtype(dtype))
+    return x, idx, rng.integers(info.min, info.max, slots, dtype=np_dtype(dtype), endpoint=True)
+
+
+def assert_bitwise_atomics(kind: str, x: np.ndarray, idx: np.ndarray, acc0: np.ndarray,
+                           acc: np.ndarray, old: np.ndarray) -> None:
+    """Each slot ends as its start combined with every value (in any order), and the old
+    values chain: each lane's update turns its old value into another lane's old value, or
+    into the slot's end, so the states before the updates (and the end) are the states after
+    them (and the start), as multisets."""
+    ufunc = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
+    want = acc0.copy()
+    ufunc.at(want, idx, x)
+    np.testing.assert_array_equal(acc, want)
+    after = ufunc(old, x)
+    for s in range(acc0.size):
+        lanes = idx == s
+        befores = sorted(old[lanes].tolist() + [int(want[s])])
+        afters = sorted(after[lanes].tolist() + [int(acc0[s])])
+        assert befores == afters, f"slot {s}: old values that no order of updates gives"
+
+
+@pytest.mark.parametrize("kind", ["and", "or", "xor"])
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64"])
+def test_atomic_bitwise(target, rng, kind, dtype):
+    x, idx, acc0 = bitwise_case(rng, kind, dtype)
+    acc, old = acc0.copy(), np.zeros(x.size, x.dtype)
     if run_or_expect_unsupported(
         target, [dtype],
-        lambda: atomic_bits_kernel[(cdiv(n, BLOCK),)](x, idx, acc, old, n, BLOCK=BLOCK,
-                                                      KIND=kind, target=target),
+        lambda: atomic_bits_kernel[(cdiv(x.size, BLOCK),)](x, idx, acc, old, x.size,
+                                                           BLOCK=BLOCK, KIND=kind, target=target),
         atomic_dtypes=[dtype],
     ):
-        ufunc = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
-        want = acc0.copy()
-        ufunc.at(want, idx, x)
-        np.testing.assert_array_equal(acc, want)
-        after = ufunc(old, x)
-        for s in range(slots):
-            lanes = idx == s
-            befores = sorted(old[lanes].tolist() + [int(want[s])])
-            afters = sorted(after[lanes].tolist() + [int(acc0[s])])
-            assert befores == afters, f"slot {s}: old values that no order of updates gives"
+        assert_bitwise_atomics(kind, x, idx, acc0, acc, old)
 
 
 @cube.kernel
