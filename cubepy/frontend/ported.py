@@ -1,18 +1,20 @@
 """Lowering of the builtins that Triton kernels use and cubepy spells the same way, so that
 they port by renaming ``tl.`` to ``cube.``: the compiler hints (``multiple_of``,
-``max_contiguous``, ``max_constancy``), ``umulhi``, ``clamp`` and ``zeros_like``.
+``max_contiguous``, ``max_constancy``), ``umulhi``, ``clamp``, ``zeros_like``, ``ravel``,
+``view``, ``broadcast``, ``swizzle2d`` and ``static_print``.
 
 A hint becomes a ``HINT`` op that the ``triton`` backend renders as Triton's own call and the
-other backends drop (``cubepy/backends/blocks.py``); ``clamp`` and ``zeros_like`` are built
-from other ops."""
+other backends drop (``cubepy/backends/blocks.py``); the others are built from other ops (or,
+``static_print``, from none)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..ir import Op, Value
-from ..ir.rules import RuleError
-from .builtins import _full, _maximum, _minimum, lowering
+from ..ir.rules import RuleError, broadcast_shapes
+from .builtins import _broadcast_to, _full, _maximum, _minimum, _reshape, _tile, lowering
+from .pycalls import describe
 from .semantics import binary, is_value, plain_int
 
 
@@ -67,3 +69,46 @@ def _zeros_like(ctx: Any, x: Any) -> Value:
     if not x.type.shape:
         return ctx.b.const(0, x.type.dtype)
     return _full(ctx, x.type.shape, 0, x.type.dtype)
+
+
+@lowering("ravel")
+def _ravel(ctx: Any, x: Any) -> Value:
+    x = _tile(x, "ravel")
+    return _reshape(ctx, x, (x.type.numel,))
+
+
+@lowering("view")
+def _view(ctx: Any, x: Any, shape: Any) -> Value:
+    return _reshape(ctx, _tile(x, "view"), shape)
+
+
+@lowering("broadcast")
+def _broadcast(ctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
+    shapes = [v.type.shape if is_value(v) else () for v in (a, b)]
+    try:
+        shape = broadcast_shapes(*shapes)
+    except RuleError:
+        raise RuleError(f"cube.broadcast(): shapes {shapes[0]} and {shapes[1]} do not "
+                        "broadcast", "each axis must match or be 1, as in NumPy") from None
+    return tuple(_broadcast_to(ctx, v, shape) for v in (a, b))
+
+
+@lowering("swizzle2d")
+def _swizzle2d(ctx: Any, i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> tuple:
+    # (i, j) is the k-th position in row-major order, k = i * size_j + j; positions are dealt
+    # out band by band (size_g rows, fewer in the last band), down each column of a band
+    def op(kind: Op, x: Any, y: Any) -> Any:
+        return binary(ctx.b, kind, x, y)
+
+    k = op(Op.ADD, op(Op.MUL, i, size_j), j)
+    band_size = op(Op.MUL, size_g, size_j)
+    first_row = op(Op.MUL, op(Op.FLOORDIV, k, band_size), size_g)
+    rows = _minimum(ctx, op(Op.SUB, size_i, first_row), size_g)
+    within = op(Op.MOD, k, band_size)
+    return op(Op.ADD, first_row, op(Op.MOD, within, rows)), op(Op.FLOORDIV, within, rows)
+
+
+@lowering("static_print")
+def _static_print(ctx: Any, values: tuple) -> None:
+    shown = [describe(v) if is_value(v) else str(v) for v in values]
+    print(f"{ctx.b.loc}: {' '.join(shown)}", flush=True)

@@ -477,5 +477,7 @@ def device_print(prefix: str, *values: Any) -> None:
 program_id = cube_pos
 num_programs = cube_count
 
-# the random builtins' stubs live beside this module; imported last, as they use _builtin
+# the random and the further Triton builtins' stubs live beside this module; imported last,
+# as they use _builtin
+from .ported import broadcast, ravel, static_print, swizzle2d, view  # noqa: E402, F401
 from .random import philox, rand, rand4x, randint, randint4x, randn, randn4x  # noqa: E402, F401

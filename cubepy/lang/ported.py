@@ -1,0 +1,60 @@
+"""Stubs of Triton builtins that kernels use for shapes, index arithmetic and compile-time
+printing, spelled as Triton spells them so that kernels port by renaming ``tl.`` to ``cube.``
+(lowered by ``cubepy/frontend/ported.py``). Like the other builtins, these only have meaning
+inside a ``@cube.kernel`` or ``@cube.func``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .builtins import _builtin
+
+
+@_builtin
+def ravel(x: Any) -> Any:
+    """The tile's elements as one axis, in row-major order.
+
+    Example:
+        >>> flat = cube.ravel(block)  # (16, 8) -> (128,)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def view(x: Any, shape: tuple[int, ...]) -> Any:
+    """``x`` with a new shape of as many elements. Triton lets ``view`` reorder the elements;
+    cubepy keeps row-major order, as ``reshape`` does.
+
+    Example:
+        >>> rows = cube.view(x, (4, 32))  # doctest: +SKIP
+    """
+
+
+@_builtin
+def broadcast(a: Any, b: Any) -> Any:
+    """``a`` and ``b`` broadcast to their common shape, as NumPy broadcasts (a pair).
+
+    Example:
+        >>> rows, cols = cube.broadcast(offs_m[:, None], offs_n[None, :])  # doctest: +SKIP
+    """
+
+
+@_builtin
+def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> Any:
+    """The position ``(i, j)`` of a row-major ``size_i`` x ``size_j`` grid takes in the order
+    that runs down the columns of each band of ``size_g`` rows (the last band may be shorter):
+    the grouped order a matmul gives its tiles so that tiles running at once share rows and
+    columns. Returns ``(new_i, new_j)``; scalars or int tiles.
+
+    Example:
+        >>> m, n = cube.swizzle2d(pid // cols, pid % cols, rows, cols, 8)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def static_print(*values: Any) -> None:
+    """Print at compile time, once per specialization: comptime values as they are, run-time
+    values as their dtype and shape.
+
+    Example:
+        >>> cube.static_print("BLOCK", BLOCK, x)  # doctest: +SKIP
+    """
