@@ -394,10 +394,24 @@ for _kind in ("argmax", "argmin"):
     LOWERINGS[_kind] = _argreduction(_kind)
 
 
-@lowering("cumsum")
-def _cumsum(ctx: Any, x: Any, axis: Any) -> Value:
-    value, ax = _reduce_axes(ctx, x, axis, "cumsum")
-    return ctx.b.emit(Op.SCAN, value, kind="cumsum", axis=ax)
+def _scan(kind: str) -> Lowering:
+    def lower(ctx: Any, x: Any, axis: Any) -> Value:
+        value, ax = _reduce_axes(ctx, x, axis, kind)
+        return ctx.b.emit(Op.SCAN, value, kind=kind, axis=ax)
+    return lower
+
+
+LOWERINGS["cumsum"] = _scan("cumsum")
+LOWERINGS["cumprod"] = _scan("cumprod")
+
+
+@lowering("xor_sum")
+def _xor_sum(ctx: Any, x: Any, axis: Any) -> Value:
+    value, ax = _reduce_axes(ctx, x, axis, "xor_sum")
+    if not value.type.dtype.is_int:
+        raise RuleError(f"cube.xor_sum() needs an integer tile, got {value.type.dtype.name}",
+                        "for float bits, bitcast first: x.to(cube.uint32, bitcast=True)")
+    return ctx.b.emit(Op.REDUCE, value, kind="xor", axis=ax)
 
 
 @lowering("dot")

@@ -84,9 +84,9 @@ class Op(enum.Enum):
     RESHAPE = "reshape"        # attrs: shape
     PERMUTE = "permute"        # attrs: dims
     # reductions and scans
-    REDUCE = "reduce"          # attrs: kind (sum|max|min), axis
+    REDUCE = "reduce"          # attrs: kind (sum|max|min|xor), axis
     ARGREDUCE = "argreduce"    # attrs: kind (argmax|argmin), axis
-    SCAN = "scan"              # attrs: kind (cumsum), axis
+    SCAN = "scan"              # attrs: kind (cumsum|cumprod), axis
     DOT = "dot"                # operands: a, b, acc
     # control flow (structured)
     FOR = "for"                # operands: lb, ub, step, *inits; region: (iv, *carried)

@@ -91,7 +91,7 @@ def _same_dtype(op: Op, types: list[Type]) -> DType:
 
 
 def reduce_dtype(dtype: DType) -> DType:
-    """Sums and cumulative sums of small integers (and bool) accumulate in int32."""
+    """Sums, cumulative sums and products of small integers (and bool) accumulate in int32."""
     if dtype.is_bool or (dtype.is_int and dtype.bits < 32):
         return int32
     return dtype

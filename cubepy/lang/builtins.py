@@ -460,6 +460,24 @@ def cumsum(x: Any, axis: int = 0) -> Any:
 
 
 @_builtin
+def cumprod(x: Any, axis: int = 0) -> Any:
+    """Inclusive cumulative product along ``axis`` (small integers in int32, as ``cumsum``).
+
+    Example:
+        >>> survival = cube.cumprod(1.0 - hazard, axis=1)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def xor_sum(x: Any, axis: int | None = None) -> Any:
+    """Bitwise exclusive or of the integer elements along ``axis`` (all axes when None).
+
+    Example:
+        >>> parity = cube.xor_sum(words, axis=0)  # doctest: +SKIP
+    """
+
+
+@_builtin
 def dot(a: Any, b: Any, acc: Any = None) -> Any:
     """Matrix product of 2-D tiles, plus ``acc`` when given."""
 

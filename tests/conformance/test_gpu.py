@@ -36,6 +36,7 @@ DT = importlib.import_module("test_dtypes")
 NAN = importlib.import_module("test_nan")
 FS = importlib.import_module("test_float_semantics")
 ME = importlib.import_module("test_math_edges")
+PX = importlib.import_module("test_products_and_xor")
 
 
 def _dev(a: np.ndarray):
@@ -392,3 +393,23 @@ def test_gpu_atomic_bitwise(rng, kind, dtype):
     gpu(MEM.atomic_bits_kernel, (cdiv(x.size, 128),), x, idx, acc, old, x.size, BLOCK=128,
         KIND=kind)
     MEM.assert_bitwise_atomics(kind, x, idx, acc0, acc, old)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gpu_cumprod(rng, dtype, axis):
+    x = PX.factors(rng, (PX.M, PX.N), dtype)
+    out = np.zeros((PX.M, PX.N), np_dtype(dtype))
+    gpu(PX.cumprod_2d, (1,), x, out, PX.M, PX.N, AXIS=axis, BM=16, BN=32)
+    assert_close(out, PX.cumprod_reference(x, axis).astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "int8"])
+def test_gpu_xor_sum(rng, dtype):
+    info = np.iinfo(np_dtype(dtype))
+    x = rng.integers(info.min, info.max, (PX.M, PX.N), dtype=np_dtype(dtype), endpoint=True)
+    outs = [np.zeros(PX.M, x.dtype), np.zeros(PX.N, x.dtype), np.zeros(1, x.dtype)]
+    gpu(PX.xor_sum_2d, (1,), x, *outs, PX.M, PX.N, BM=16, BN=32)
+    for got, axis in zip(outs, [1, 0, None]):
+        np.testing.assert_array_equal(got.reshape(-1), np.atleast_1d(
+            np.bitwise_xor.reduce(x, axis=axis)))

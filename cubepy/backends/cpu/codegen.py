@@ -492,7 +492,7 @@ class CpuEmitter(DotAccumulation, PyEmitter):
         res = self.n(op.result)
         if op.op is Op.SCAN:
             acc = reg(reduce_dtype(x.type.dtype))
-            self.line(f"{res} = rcumsum({two_d}, {acc}).reshape({moved_shape})")
+            self.line(f"{res} = r{kind}({two_d}, {acc}).reshape({moved_shape})")
             if perm != tuple(range(rank)):
                 inverse = tuple(perm.index(d) for d in range(rank))
                 self.line(f"{res} = np.ascontiguousarray(np.transpose({res}, {inverse}))")

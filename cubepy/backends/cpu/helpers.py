@@ -192,6 +192,24 @@ def rcumsum(x, dtype):
     return out
 
 
+def rcumprod(x, dtype):
+    out = np.empty(x.shape, dtype)
+    for i in range(x.shape[0]):
+        acc = dtype(1)
+        for j in range(x.shape[1]):
+            acc *= x[i, j]
+            out[i, j] = acc
+    return out
+
+
+def rxor(x):
+    out = np.zeros(x.shape[0], x.dtype)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            out[i] ^= x[i, j]
+    return out
+
+
 def dot_int(a, b, acc):
     out = acc.copy()
     for i in range(a.shape[0]):

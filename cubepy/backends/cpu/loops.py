@@ -379,7 +379,8 @@ class LoopEmitter(CpuEmitter):
         (x,) = op.operands
         if op.op is Op.SCAN:
             acc_dtype = reduce_dtype(x.type.dtype)
-            self.line(f"{self.name(op.result)}_run = {reg(acc_dtype)}(0)")
+            start = 1 if op.attrs["kind"] == "cumprod" else 0
+            self.line(f"{self.name(op.result)}_run = {reg(acc_dtype)}({start})")
         else:
             self.line(f"{self.name(op.result)} = {reg(op.result.type.dtype)}(0)")
 
@@ -418,10 +419,12 @@ class LoopEmitter(CpuEmitter):
         (x,) = op.operands
         value, acc = self.n(x), self.name(op.result)
         if op.op is Op.SCAN:
-            self.line(f"{acc}_run = {reg(reduce_dtype(x.type.dtype))}({acc}_run + {value})")
+            sign = "*" if op.attrs["kind"] == "cumprod" else "+"
+            self.line(f"{acc}_run = {reg(reduce_dtype(x.type.dtype))}({acc}_run {sign} {value})")
             self.line(f"{self.n(op.result)} = {reg(op.result.type.dtype)}({acc}_run)")
-        elif op.attrs["kind"] == "sum":
-            self.line(f"{acc} = {reg(op.result.type.dtype)}({acc} + {value})")
+        elif op.attrs["kind"] in ("sum", "xor"):
+            sign = "+" if op.attrs["kind"] == "sum" else "^"
+            self.line(f"{acc} = {reg(op.result.type.dtype)}({acc} {sign} {value})")
         else:
             self._chunk_step(op, value, acc)
 

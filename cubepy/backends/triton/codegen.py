@@ -459,9 +459,11 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
         (x,) = op.operands
         kind, axis = op.attrs["kind"], op.attrs["axis"]
         src, res = self.reg(x.type.dtype), self.reg(op.result.type.dtype)
-        if kind in ("sum", "cumsum"):
+        if kind == "xor":
+            self.assign(op, f"tl.xor_sum({self.n(x)}, axis={axis})")
+        elif kind in ("sum", "cumsum", "cumprod"):
             acc = dt.float32 if src.name in HALF else reduce_dtype(src)
-            call = "tl.sum" if kind == "sum" else "tl.cumsum"
+            call = {"sum": "tl.sum", "cumsum": "tl.cumsum", "cumprod": "tl.cumprod"}[kind]
             expr = f"{call}({self.to(self.n(x), src, acc)}, axis={axis})"
             self.assign(op, self.to(expr, acc, res))
         elif src.is_bool:  # max/min/argmax/argmin of bool: on int8

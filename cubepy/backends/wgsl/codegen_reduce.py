@@ -1,4 +1,4 @@
-"""Reductions (sum, max, min, argmax, argmin along an axis or all axes) and cumsum.
+"""Reductions (sum, max, min, xor, argmax, argmin along an axis or all axes), cumsum and cumprod.
 
 A reduction of R elements into O outputs gives each output T = min(R, W/O) invocations: each
 folds the elements r = t, t+T, ... of its output (reading lazy operands where they are
@@ -31,6 +31,8 @@ class ReduceMixin:
         """The expression folding value ``b`` into accumulator ``a``."""
         if kind == "sum":
             return f"{a} + {b}"
+        if kind == "xor":
+            return f"{a} ^ {b}"
         cmp = ">" if kind == "max" else "<"
         if dtype.is_bool:
             return f"({a} {'|' if kind == 'max' else '&'} {b})"
@@ -57,7 +59,7 @@ class ReduceMixin:
         return f"select({v} {cmp} {best} || {v_nan}{earlier}, {nan_earlier}, {best_nan})"
 
     def _identity(self, kind: str, dtype: dt.DType) -> str:
-        if kind == "sum":
+        if kind in ("sum", "xor"):
             return ty.literal(0, dtype)
         return ty.lowest(dtype) if kind in ("max", "argmax") else ty.highest(dtype)
 
@@ -76,7 +78,8 @@ class ReduceMixin:
         items = n_out * per
         scalar_result = not op.result.type.shape
         combine_threads = per > 1 or scalar_result
-        sg = self.target.subgroup if t in SUBGROUP_TYPES else None
+        # (an xor of subgroups is a tree through workgroup memory: subgroupXor is newer)
+        sg = self.target.subgroup if t in SUBGROUP_TYPES and kind != "xor" else None
         # One element per invocation along the last axis, or a whole 1-D tile over all the
         # invocations: each reads the elements it owns (slot j is element lid + j*W).
         owned = axis == len(shape) - 1 and per == r_len and combine_threads and items <= w
@@ -309,13 +312,14 @@ class ReduceMixin:
         acc_dtype = op.result.type.dtype
         t = ty.reg(acc_dtype)
         res = self.new_priv(op.result)
-        if axis == len(shape) - 1 and self.w % r_len == 0 and res.layout == \
+        product = op.attrs["kind"] == "cumprod"  # on the line loop below, not _scan_rows
+        if not product and axis == len(shape) - 1 and self.w % r_len == 0 and res.layout == \
                 self.layouts.std(x.type.numel):
             self._scan_rows(x, res, r_len, acc_dtype)
             return
         todo = self.needs_staging([x], None)
         staged_before = dict(self.staged)
-        self.line(f"// cumsum over axis {axis} of {x.type}: one invocation per line")
+        self.line(f"// {op.attrs['kind']} over axis {axis} of {x.type}: one invocation per line")
         self.phase_begin()
         self.stage(todo)
         if todo:
@@ -328,7 +332,7 @@ class ReduceMixin:
             self.line(f"if ({i} < {lines}i) {{")
             self.depth += 1
             acc = self.fresh("acc")
-            self.line(f"var {acc}: {t} = {ty.literal(0, acc_dtype)};")
+            self.line(f"var {acc}: {t} = {ty.literal(1 if product else 0, acc_dtype)};")
             r = self.fresh("r")
             self.line(f"for (var {r} = 0i; {r} < {r_len}i; {r}++) {{")
             self.depth += 1
@@ -337,7 +341,7 @@ class ReduceMixin:
 
             def body(idx=idx, acc=acc) -> None:
                 v = ty.convert(self.ev(x, idx), x.type.dtype, acc_dtype)
-                self.line(f"{acc} = {acc} + {v};")
+                self.line(f"{acc} = {acc} {'*' if product else '+'} {v};")
                 self.line(f"{scratch}[{flat_of(idx)}] = {self.to_shared(acc, t)};")
 
             self.with_memo(body)

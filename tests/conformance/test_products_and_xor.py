@@ -1,0 +1,115 @@
+"""``cumprod`` and ``xor_sum``, as Triton's ``tl.cumprod`` and ``tl.xor_sum``: along each axis
+of 2-D tiles (the cpu target's tile form) and of 1-D ones (its lane loops), on ragged edges,
+against NumPy on every target. Small integers multiply in int32, as ``cumsum`` adds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from util import assert_close, assert_points_at_the_line, np_dtype, run_or_expect_unsupported
+
+import cubepy as cube
+
+M, N = 13, 27  # ragged inside 16 x 32 tiles
+
+
+@cube.kernel
+def cumprod_2d(x, out, M, N, AXIS: cube.Comptime[int], BM: cube.Comptime[int],
+               BN: cube.Comptime[int]):
+    rows, cols = cube.arange(0, BM)[:, None], cube.arange(0, BN)[None, :]
+    mask = (rows < M) & (cols < N)
+    v = cube.load(x + rows * N + cols, mask=mask, other=1)
+    cube.store(out + rows * N + cols, cube.cumprod(v, axis=AXIS), mask=mask)
+
+
+@cube.kernel
+def cumprod_1d(x, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    mask = offs < n
+    cube.store(out + offs, cube.cumprod(cube.load(x + offs, mask=mask, other=1)), mask=mask)
+
+
+def factors(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
+    """Values whose running products stay in range: near 1 for floats, -2..2 for ints."""
+    if np_dtype(dtype).kind == "f":
+        return rng.uniform(0.8, 1.25, shape).astype(np_dtype(dtype))
+    low = 0 if np_dtype(dtype).kind == "u" else -2
+    return rng.integers(low, 3, shape).astype(np_dtype(dtype))
+
+
+def cumprod_reference(x: np.ndarray, axis: int) -> np.ndarray:
+    wide = np.float64 if x.dtype.kind == "f" or x.dtype == np_dtype("bfloat16") else np.int64
+    return np.cumprod(x.astype(wide), axis=axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int8", "uint32"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_cumprod_2d(target, rng, dtype, axis):
+    x = factors(rng, (M, N), dtype)
+    result = "int32" if dtype == "int8" else dtype
+    out = np.zeros((M, N), np_dtype(result))
+    if run_or_expect_unsupported(target, [dtype, result], lambda: cumprod_2d[(1,)](
+            x, out, M, N, AXIS=axis, BM=16, BN=32, target=target)):
+        want = cumprod_reference(x, axis)
+        if dtype in ("int32", "int8", "uint32"):  # -2..2 over 16 rows or 32 columns: exact
+            want = want.astype(np_dtype(result))
+        assert_close(out, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_cumprod_1d(target, rng, dtype):
+    n = 100
+    x = factors(rng, n, dtype)
+    if dtype == "int64":
+        x = np.where(np.arange(n) % 7 == 0, x, 1).astype(np.int64)  # 15 factors: no overflow
+    out = np.zeros(n, np_dtype(dtype))
+    if run_or_expect_unsupported(target, [dtype], lambda: cumprod_1d[(1,)](
+            x, out, n, BLOCK=128, target=target)):
+        assert_close(out, cumprod_reference(x, 0).astype(np_dtype(dtype)))
+
+
+@cube.kernel
+def xor_sum_2d(x, out_rows, out_cols, out_all, M, N, BM: cube.Comptime[int],
+               BN: cube.Comptime[int]):
+    rows, cols = cube.arange(0, BM)[:, None], cube.arange(0, BN)[None, :]
+    mask = (rows < M) & (cols < N)
+    v = cube.load(x + rows * N + cols, mask=mask, other=0)
+    cube.store(out_rows + cube.arange(0, BM), cube.xor_sum(v, axis=1),
+               mask=cube.arange(0, BM) < M)
+    cube.store(out_cols + cube.arange(0, BN), cube.xor_sum(v, axis=0),
+               mask=cube.arange(0, BN) < N)
+    cube.store(out_all, cube.xor_sum(v))
+
+
+@cube.kernel
+def xor_sum_1d(x, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    cube.store(out, cube.xor_sum(cube.load(x + offs, mask=offs < n, other=0), axis=0))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "int8", "uint8", "int16"])
+def test_xor_sum(target, rng, dtype):
+    info = np.iinfo(np_dtype(dtype))
+    x = rng.integers(info.min, info.max, (M, N), dtype=np_dtype(dtype), endpoint=True)
+    outs = [np.zeros(M, x.dtype), np.zeros(N, x.dtype), np.zeros(1, x.dtype)]
+    flat = np.zeros(1, x.dtype)
+    if run_or_expect_unsupported(target, [dtype], lambda: xor_sum_2d[(1,)](
+            x, *outs, M, N, BM=16, BN=32, target=target)):
+        xor_sum_1d[(1,)](x.ravel(), flat, x.size, BLOCK=512, target=target)
+        for got, want in zip([*outs, flat], [np.bitwise_xor.reduce(x, axis=1),
+                                             np.bitwise_xor.reduce(x, axis=0),
+                                             [np.bitwise_xor.reduce(x, axis=None)],
+                                             [np.bitwise_xor.reduce(x, axis=None)]]):
+            np.testing.assert_array_equal(got, np.asarray(want, x.dtype))
+
+
+@cube.kernel
+def xor_sum_of_floats(x):
+    cube.store(x, cube.xor_sum(cube.load(x + cube.arange(0, 16)), axis=0))
+
+
+def test_xor_sum_of_floats_points_at_the_line():
+    assert_points_at_the_line(lambda: xor_sum_of_floats[(1,)](np.zeros(16, np.float32),
+                                                              target="cpu"),
+                              "cube.xor_sum() needs an integer tile, got float32",
+                              "test_products_and_xor.py")
