@@ -378,11 +378,12 @@ def test_gpu_float_floor_divide_remainder_and_pow(rng, dtype):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_gpu_sigmoid_of_large_negative_arguments(dtype):
-    # exp(x) / (1 + exp(x)) below 0: a subnormal result, or 0 where the GPU's exp flushes
+    # exp(x) / (1 + exp(x)) below 0: a subnormal result, or 0 where the GPU's exp flushes;
+    # float32 exp is ex2.approx of x log2(e), 15 ulp off at -88 (libdevice's float64 is not)
     x = np.resize(np.array(ME.SIGMOID_ARGUMENTS[dtype], dtype), 64)
     out = poison(64, dtype)
     gpu(ME.lanes_kernel, (1,), x, out, B=64, FN="sigmoid")
-    ME.assert_sigmoid_close(x, out, dtype, wgsl_exp=False, flushes=True)
+    ME.assert_sigmoid_close(x, out, dtype, coarse_exp=dtype == "float32", flushes=True)
 
 
 @pytest.mark.parametrize("kind", ["and", "or", "xor"])
