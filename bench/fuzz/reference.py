@@ -146,13 +146,20 @@ def int_binary(op: str, d: str, a: V, b: V) -> V:
     return V(np.asarray(r).astype(npd(d)), np.zeros(va.shape), unk, np.zeros(va.shape, bool))
 
 
+def _sigmoid64(t: np.ndarray) -> np.ndarray:
+    """In long double, as exp(t) / (1 + exp(t)) below 0: 1 / (1 + exp(-t)) overflows there,
+    where the result is still a subnormal (sigmoid(-740) is 4.2e-322; seed 12000201)."""
+    e = np.exp(-np.abs(np.asarray(t, np.longdouble)))
+    return np.where(t < 0, e / (1 + e), 1 / (1 + e)).astype(np.float64)
+
+
 def math_unary(op: str, x: V) -> V:
     d = x.val.dtype
     name = "bfloat16" if d == BF16 else d.name
     v = f64(x.val)
     fn64 = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
             "rsqrt": lambda t: 1.0 / np.sqrt(t), "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
-            "erf": _erf64, "sigmoid": lambda t: 1.0 / (1.0 + np.exp(-t)), "floor": np.floor,
+            "erf": _erf64, "sigmoid": _sigmoid64, "floor": np.floor,
             "ceil": np.ceil}[op]
     with np.errstate(all="ignore"):
         r = round_to(fn64(v), name)

@@ -197,6 +197,19 @@ def test_float64_pow_past_the_range_is_infinite(target):
         np.testing.assert_array_equal(out, np.full(8, np.inf))
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NumPy under Triton's interpreter
+def test_float64_pow_of_one_to_huge_exponents(target):
+    """``(-1) ** y`` and ``1 ** y`` for whole ``|y|`` past 1e300 (even integers): 1, as C99's
+    pow (Triton's interpreter gave NaN: its double-double product split ``y`` and overflowed;
+    fuzzer seed 12000265)."""
+    x = np.array([-1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 4.0, -1.0])
+    y = np.array([1.7976931348623157e308, -1e308, 1e301, 2e300, -1.5e300, 1e300, 0.5, 3.0])
+    out = poison(8, "float64")
+    if run_or_expect_unsupported(target, ["float64"], lambda: pow_tiles_kernel[(1,)](
+            x, y, out, B=8, target=target)):
+        np.testing.assert_array_equal(out, np.power(x, y))
+
+
 ERF_ARGUMENTS = [1e-30, 1e-8, 9.37e-6, 1e-4, 0.01, 0.0584, 0.1, 0.3, 0.49, 0.51, 0.8, 1.0, 1.5,
                  2.0, 3.0, 5.0]
 

@@ -136,7 +136,9 @@ def _pow(x, y):
     z = y64 * tl.log2(ax)
     mag = tl.exp2(z)
     if x.dtype == tl.float64:
-        finite = tl.abs(z) < 1100.0  # not 0, inf or NaN: _log_dd's range, exp's too
+        # not 0, inf or NaN: _log_dd's range, exp's too; and no |y| past 1e300, where
+        # _two_prod's splitting overflows (z is finite there only for |x| = 1: exp2 gives 1)
+        finite = (tl.abs(z) < 1100.0) & (tl.abs(y64) < 1e300)
         log_hi, log_lo = _log_dd(tl.where(finite, ax, 1.0))
         yc = tl.where(finite, y64, 0.0)
         z_hi, z_lo = _two_prod(yc, log_hi)
