@@ -282,17 +282,17 @@ HELPERS = {
     let r = {O} - t * exp(p);
     return select(select(-r, r, x >= {Z}), series, z < 0.5);
 }}""",
-    # Float16's precision (to nearest, ties to even), kept in f32. Neither `f32(f16(x))` nor a
-    # pack to 16 bits and back: NVIDIA's Vulkan driver folds those to `x`. In integers instead:
-    # float16's normal range drops 13 of f32's 23 fraction bits (a carry moves into the
-    # exponent, as it should); its subnormals are multiples of 2^-24, rounded by `round` after
-    # an exact scaling; from 65520 on the value rounds to infinity; NaN stays NaN.
     # exp(x) / (1 + exp(x)) below 0, where 1 / (1 + exp(-x)) overflows to 0 for results in
     # the subnormal range (where the adapter keeps subnormals)
     "sigmoid": """fn sigmoid_{T}(x: {T}) -> {T} {{
     let e = exp(-abs(x));
     return select(e / ({O} + e), {O} / ({O} + e), x >= {Z});
 }}""",
+    # Float16's precision (to nearest, ties to even), kept in f32. Neither `f32(f16(x))` nor a
+    # pack to 16 bits and back: NVIDIA's Vulkan driver folds those to `x`. In integers instead:
+    # float16's normal range drops 13 of f32's 23 fraction bits (a carry moves into the
+    # exponent, as it should); its subnormals are multiples of 2^-24, rounded by `round` after
+    # an exact scaling; from 65520 on the value rounds to infinity; NaN stays NaN.
     "round_to_f16": """fn round_to_f16_{T}(x: f32) -> f32 {{
     let bits = bitcast<u32>(x);
     let normal = bitcast<f32>((bits + 0xfffu + ((bits >> 13u) & 1u)) & 0xffffe000u);
