@@ -133,6 +133,29 @@ def test_sign_bits_of_floats(target):
 
 
 @cube.kernel
+def sortable_keys(x, keys, back, n, BLOCK: cube.Comptime[int]):
+    # the radix-sort key of a float: flip every bit of a negative number, only the sign bit
+    # of a positive one, so that unsigned order is float order; and back again
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    mask = offs < n
+    bits = cube.load(x + offs, mask=mask).to(cube.uint32, bitcast=True)
+    key = cube.where((bits >> 31) == 1, ~bits, bits | 0x80000000)
+    cube.store(keys + offs, key, mask=mask)
+    undone = cube.where((key >> 31) == 1, key & 0x7FFFFFFF, ~key)
+    cube.store(back + offs, undone.to(cube.float32, bitcast=True), mask=mask)
+
+
+def test_float_sort_keys_round_trip(target, rng):
+    x = np.concatenate([rng.standard_normal(500), [0.0, -0.0, np.inf, -np.inf, 1e-45,
+                                                   -1e-45, 3.4e38, -3.4e38]]).astype(np.float32)
+    keys, back = np.zeros(x.size, np.uint32), np.zeros(x.size, np.float32)
+    sortable_keys[(cube.cdiv(x.size, 256),)](x, keys, back, x.size, BLOCK=256, target=target)
+    assert_same_bits(back, x)
+    order = np.argsort(keys, kind="stable")
+    assert np.all(np.diff(x[order].astype(np.float64)) >= 0)  # -0.0 before +0.0: equal
+
+
+@cube.kernel
 def scalar_bitcast(out, bits):
     cube.store(out, bits.to(cube.float32, bitcast=True) * 2.0)
 
