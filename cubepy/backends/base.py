@@ -99,7 +99,7 @@ def shift_in_range(op: Operation) -> bool:
 
 # ops whose result is a 16-bit float value when their value operands are
 _KEEPS_HALF_VALUES = {Op.BROADCAST: (0,), Op.EXPAND_DIMS: (0,), Op.RESHAPE: (0,),
-                      Op.PERMUTE: (0,), Op.FULL: (0,), Op.NEG: (0,), Op.ABS: (0,),
+                      Op.PERMUTE: (0,), Op.FLIP: (0,), Op.FULL: (0,), Op.NEG: (0,), Op.ABS: (0,),
                       Op.WHERE: (1, 2), Op.MAXIMUM: (0, 1), Op.MINIMUM: (0, 1)}
 
 

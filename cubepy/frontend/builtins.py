@@ -331,6 +331,17 @@ def _permute(ctx: Any, x: Any, dims: Any) -> Value:
     return ctx.b.emit(Op.PERMUTE, x, dims=dims)
 
 
+@lowering("flip")
+def _flip(ctx: Any, x: Any, dim: Any) -> Value:
+    x = _tile(x, "flip")
+    rank = len(x.type.shape)
+    axis = rank - 1 if dim is None else plain_int(dim)
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+        raise RuleError(f"cube.flip(): dim {dim!r} is not an axis of a tile of shape "
+                        f"{x.type.shape}", f"pass a compile-time int from {-rank} to {rank - 1}")
+    return ctx.b.emit(Op.FLIP, x, axis=axis % rank)
+
+
 @lowering("trans")
 def _trans(ctx: Any, x: Any) -> Value:
     x = _tile(x, "trans")

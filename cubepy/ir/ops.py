@@ -83,6 +83,7 @@ class Op(enum.Enum):
     EXPAND_DIMS = "expand_dims"  # attrs: axis
     RESHAPE = "reshape"        # attrs: shape
     PERMUTE = "permute"        # attrs: dims
+    FLIP = "flip"              # attrs: axis; the elements along it in reverse order
     # reductions and scans
     REDUCE = "reduce"          # attrs: kind (sum|max|min|xor), axis
     ARGREDUCE = "argreduce"    # attrs: kind (argmax|argmin), axis
@@ -113,7 +114,7 @@ MATH = frozenset({
 })
 ELEMENTWISE = BINARY | COMPARE | UNARY | MATH | {Op.UMULHI, Op.FMA, Op.WHERE, Op.CAST,
                                                  Op.BITCAST, Op.PTR_ADD}
-LAYOUT = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
+LAYOUT = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE, Op.FLIP})
 CONTROL = frozenset({Op.FOR, Op.WHILE, Op.IF})
 # Ops with effects: never removed by DCE, never merged by CSE.
 SIDE_EFFECTS = frozenset({Op.STORE, Op.BLOCK_STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT,

@@ -350,6 +350,14 @@ def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
         return _block_store(types, attrs)
     if op in (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE):
         return [_layout(op, types[0], attrs)]
+    if op is Op.FLIP:
+        if types[0].is_ptr:
+            raise RuleError("pointer tiles cannot be flipped",
+                            "flip the offsets before adding them, or the loaded values")
+        if not 0 <= attrs["axis"] < len(types[0].shape):
+            raise RuleError(f"flip axis {attrs['axis']} is out of range for shape "
+                            f"{types[0].shape}")
+        return [types[0]]
     if op in (Op.REDUCE, Op.ARGREDUCE, Op.SCAN):
         return [_reduction(op, types[0], attrs)]
     if op is Op.DOT:

@@ -410,6 +410,15 @@ def reshape(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 @_builtin
+def flip(x: Any, dim: int | None = None) -> Any:
+    """The elements in reverse order along ``dim`` (the last axis when None), as Triton's.
+
+    Example:
+        >>> descending = cube.flip(ascending, 0)  # doctest: +SKIP
+    """
+
+
+@_builtin
 def permute(x: Any, dims: tuple[int, ...]) -> Any:
     """Axes reordered: result axis i is input axis ``dims[i]``."""
 

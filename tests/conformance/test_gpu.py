@@ -37,6 +37,7 @@ NAN = importlib.import_module("test_nan")
 FS = importlib.import_module("test_float_semantics")
 ME = importlib.import_module("test_math_edges")
 PX = importlib.import_module("test_products_and_xor")
+FLIP = importlib.import_module("test_flip")
 
 
 def _dev(a: np.ndarray):
@@ -414,3 +415,15 @@ def test_gpu_xor_sum(rng, dtype):
     for got, axis in zip(outs, [1, 0, None]):
         np.testing.assert_array_equal(got.reshape(-1), np.atleast_1d(
             np.bitwise_xor.reduce(x, axis=axis)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+def test_gpu_flip(rng, dtype):
+    x = random_array(rng, (FLIP.R, FLIP.C), dtype, -50, 50)
+    outs = [np.zeros((FLIP.R, FLIP.C), x.dtype) for _ in range(3)] + [np.zeros(FLIP.R, x.dtype)]
+    gpu(FLIP.flipped_2d, (1,), x, *outs, R=FLIP.R, C=FLIP.C)
+    wide = x.astype(np.float64)
+    np.testing.assert_array_equal(outs[0], x[::-1])
+    np.testing.assert_array_equal(outs[1], x[:, ::-1])
+    assert_close(outs[2], wide - wide[:, ::-1])
+    assert_close(outs[3], (wide[:, ::-1] * np.arange(FLIP.C)).sum(axis=1))

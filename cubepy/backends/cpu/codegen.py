@@ -252,6 +252,11 @@ class CpuEmitter(DotAccumulation, PyEmitter):
             shape = op.result.type.shape
             src = self.n(x) if x.type.shape else f"np.full((1,), {self.n(x)})"
             self.line(f"{self.n(op.result)} = {src}.reshape({shape})")
+        elif kind is Op.FLIP:
+            steps = [":"] * len(op.result.type.shape)
+            steps[op.attrs["axis"]] = "::-1"
+            self.line(f"{self.n(op.result)} = np.ascontiguousarray("
+                      f"{self.n(op.operands[0])}[{', '.join(steps)}])")
         elif kind is Op.PERMUTE:
             self.line(f"{self.n(op.result)} = np.ascontiguousarray(np.transpose("
                       f"{self.n(op.operands[0])}, {tuple(op.attrs['dims'])}))")

@@ -333,7 +333,7 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             self.store(op)
         elif kind is Op.ATOMIC or kind is Op.ATOMIC_CAS:
             self.atomic(op)
-        elif kind in (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE):
+        elif kind in (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE, Op.FLIP):
             self.layout(op)
         elif kind in (Op.REDUCE, Op.ARGREDUCE, Op.SCAN):
             self.reduction(op)
@@ -450,6 +450,8 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             self.assign(op, f"tl.expand_dims({self.n(x)}, {axis})")
         elif op.op is Op.RESHAPE:
             self.assign(op, f"tl.reshape({self.n(x)}, {shape})")
+        elif op.op is Op.FLIP:
+            self.assign(op, f"tl.flip({self.n(x)}, {op.attrs['axis']})")
         elif tuple(op.attrs["dims"]) == (1, 0):
             self.assign(op, f"tl.trans({self.n(x)})")
         else:

@@ -236,6 +236,8 @@ class TileMixin:
             keep = None
         elif op.op is Op.PERMUTE and tuple(op.attrs["dims"]) != tuple(range(len(v.type.shape))):
             keep = None
+        elif op.op is Op.FLIP and v.type.shape[op.attrs["axis"]] > 1:
+            keep = None
         for operand in op.operands:
             self._needs(operand, keep, out, seen)
 
@@ -335,7 +337,7 @@ class TileMixin:
             return idx.dims[0] if start == 0 else f"({idx.dims[0]} + {start}i)"
         if kind is Op.FULL:
             return self.scalar(op.operands[0])
-        if kind in (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE):
+        if kind in (Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE, Op.FLIP):
             src = op.operands[0]
             return self.ev(src, map_index(op, idx, src.type.shape))
         if kind in ELEMENTWISE:
@@ -373,6 +375,10 @@ def map_index(op, idx: Idx, src_shape: tuple[int, ...]) -> Idx:
     if kind is Op.RESHAPE:
         flat = flat_of(idx)
         return Idx(src_shape, dims_from_flat(flat, src_shape), flat, idx.owner)
+    if kind is Op.FLIP:
+        axis, dims = op.attrs["axis"], list(idx.dims)
+        dims[axis] = f"({src_shape[axis] - 1}i - {dims[axis]})"
+        return Idx(src_shape, dims)
     perm = tuple(op.attrs["dims"])
     if perm == tuple(range(len(perm))):
         return idx
