@@ -1,7 +1,8 @@
 """Lowering of the builtins that Triton kernels use and cubepy spells the same way, so that
 they port by renaming ``tl.`` to ``cube.``: the compiler hints (``multiple_of``,
 ``max_contiguous``, ``max_constancy``), ``umulhi``, ``clamp``, ``zeros_like``, ``ravel``,
-``view``, ``broadcast``, ``swizzle2d`` and ``static_print``.
+``view``, ``broadcast``, ``join``, ``split``, ``interleave``, ``swizzle2d`` and
+``static_print``.
 
 A hint becomes a ``HINT`` op that the ``triton`` backend renders as Triton's own call and the
 other backends drop (``cubepy/backends/blocks.py``); the others are built from other ops (or,
@@ -11,9 +12,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..ir import Op, Value
 from ..ir.rules import RuleError, broadcast_shapes
-from .builtins import _broadcast_to, _full, _maximum, _minimum, _reshape, _tile, lowering
+from .builtins import (
+    LOWERINGS,
+    _broadcast_to,
+    _expand_dims,
+    _full,
+    _maximum,
+    _minimum,
+    _reshape,
+    _tile,
+    _where,
+    lowering,
+)
 from .pycalls import describe
 from .semantics import binary, is_value, plain_int
 
@@ -112,3 +126,49 @@ def _swizzle2d(ctx: Any, i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) 
 def _static_print(ctx: Any, values: tuple) -> None:
     shown = [describe(v) if is_value(v) else str(v) for v in values]
     print(f"{ctx.b.loc}: {' '.join(shown)}", flush=True)
+
+
+def _pair_selector(ctx: Any, rank: int) -> Value:
+    """A bool tile of shape (1, ..., 1, 2), true at the first of each pair."""
+    index = ctx.b.emit(Op.ARANGE, start=0, end=2)
+    if rank:
+        index = _reshape(ctx, index, (1,) * rank + (2,))
+    return binary(ctx.b, Op.EQ, index, 0)
+
+
+@lowering("join")
+def _join(ctx: Any, a: Any, b: Any) -> Value:
+    # pairs along a new last axis: a where the selector is true, b after it
+    a, b = _broadcast(ctx, a, b)
+    rank = len(a.type.shape) if is_value(a) else 0
+    halves = [_expand_dims(ctx, v, -1) if is_value(v) and v.type.shape else v for v in (a, b)]
+    return _where(ctx, _pair_selector(ctx, rank), *halves)
+
+
+@lowering("split")
+def _split(ctx: Any, x: Any) -> tuple[Value, Value]:
+    x = _tile(x, "split")
+    if x.type.shape[-1] != 2:
+        raise RuleError(f"cube.split() needs a last axis of 2, got shape {x.type.shape}",
+                        "split the pairs that cube.join() made, or reshape to (..., 2) first")
+    dtype, rank = x.type.dtype, len(x.type.shape)
+    first = _pair_selector(ctx, rank - 1)
+    # each half is the max of its own element and the lowest value, which is the element
+    # itself, bit for bit (-0.0 and NaN too: a sum, 0 + -0.0, lost the zero's sign)
+    lowest = False if dtype.is_bool else float("-inf") if dtype.is_float else \
+        int(np.iinfo(dtype.numpy).min)
+    halves = []
+    for pick in (first, binary(ctx.b, Op.EQ, first, False)):
+        kept = _where(ctx, pick, x, ctx.b.const(lowest, dtype))
+        halves.append(LOWERINGS["max"](ctx, kept, rank - 1))
+    return halves[0], halves[1]
+
+
+@lowering("interleave")
+def _interleave(ctx: Any, a: Any, b: Any) -> Value:
+    joined = _join(ctx, a, b)
+    if len(joined.type.shape) < 2:
+        raise RuleError("cube.interleave() needs tiles, got two scalars",
+                        "use cube.join(a, b) for a pair")
+    shape = joined.type.shape
+    return _reshape(ctx, joined, shape[:-2] + (shape[-2] * 2,))

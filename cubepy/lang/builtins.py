@@ -506,5 +506,14 @@ num_programs = cube_count
 
 # the random and the further Triton builtins' stubs live beside this module; imported last,
 # as they use _builtin
-from .ported import broadcast, ravel, static_print, swizzle2d, view  # noqa: E402, F401
+from .ported import (  # noqa: E402, F401
+    broadcast,
+    interleave,
+    join,
+    ravel,
+    split,
+    static_print,
+    swizzle2d,
+    view,
+)
 from .random import philox, rand, rand4x, randint, randint4x, randn, randn4x  # noqa: E402, F401

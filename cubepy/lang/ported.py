@@ -39,6 +39,33 @@ def broadcast(a: Any, b: Any) -> Any:
 
 
 @_builtin
+def join(a: Any, b: Any) -> Any:
+    """``a`` and ``b`` (broadcast to one shape) as pairs along a new last axis of 2.
+
+    Example:
+        >>> pairs = cube.join(re, im)  # (BLOCK,) and (BLOCK,) -> (BLOCK, 2)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def split(x: Any) -> Any:
+    """The two halves of a tile whose last axis is 2 (``join``'s inverse), as a pair.
+
+    Example:
+        >>> re, im = cube.split(pairs)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def interleave(a: Any, b: Any) -> Any:
+    """``a`` and ``b`` alternating along their last axis, which doubles.
+
+    Example:
+        >>> mixed = cube.interleave(evens, odds)  # (64,) and (64,) -> (128,)  # doctest: +SKIP
+    """
+
+
+@_builtin
 def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> Any:
     """The position ``(i, j)`` of a row-major ``size_i`` x ``size_j`` grid takes in the order
     that runs down the columns of each band of ``size_g`` rows (the last band may be shorter):

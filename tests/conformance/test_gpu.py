@@ -38,6 +38,7 @@ FS = importlib.import_module("test_float_semantics")
 ME = importlib.import_module("test_math_edges")
 PX = importlib.import_module("test_products_and_xor")
 FLIP = importlib.import_module("test_flip")
+PAIRS = importlib.import_module("test_pairs")
 
 
 def _dev(a: np.ndarray):
@@ -427,3 +428,16 @@ def test_gpu_flip(rng, dtype):
     np.testing.assert_array_equal(outs[1], x[:, ::-1])
     assert_close(outs[2], wide - wide[:, ::-1])
     assert_close(outs[3], (wide[:, ::-1] * np.arange(FLIP.C)).sum(axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
+def test_gpu_join_split_interleave(rng, dtype):
+    n = PAIRS.N
+    a, b = (random_array(rng, n, dtype, -50, 50) for _ in range(2))
+    joined, mixed = np.zeros((n, 2), a.dtype), np.zeros(2 * n, a.dtype)
+    first, second, scaled = (np.zeros(n, a.dtype) for _ in range(3))
+    gpu(PAIRS.pairs, (1,), a, b, joined, mixed, first, second, scaled, N=n)
+    want = np.stack([a, b], axis=-1)
+    assert PAIRS.same_bits(joined, want) and PAIRS.same_bits(mixed, want.reshape(-1))
+    assert PAIRS.same_bits(first, a) and PAIRS.same_bits(second, b)
+    np.testing.assert_array_equal(scaled, (a.astype(np.float64) * 2).astype(a.dtype))

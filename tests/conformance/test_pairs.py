@@ -1,0 +1,77 @@
+"""``join``, ``split`` and ``interleave``, as Triton's: pairs along a new last axis, their
+halves, and two tiles alternating. Bit for bit against NumPy on every target (``split`` keeps
+-0.0 and NaN); misuse is an error at the line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from util import (
+    assert_points_at_the_line,
+    np_dtype,
+    random_array,
+    run_or_expect_unsupported,
+)
+
+import cubepy as cube
+
+N = 64
+
+
+@cube.kernel
+def pairs(a, b, joined, mixed, first, second, scaled, N: cube.Comptime[int]):
+    offs = cube.arange(0, N)
+    x, y = cube.load(a + offs), cube.load(b + offs)
+    both = cube.join(x, y)  # (N, 2)
+    cube.store(joined + offs[:, None] * 2 + cube.arange(0, 2)[None, :], both)
+    cube.store(mixed + cube.arange(0, 2 * N), cube.interleave(x, y))
+    lo, hi = cube.split(both)
+    cube.store(first + offs, lo)
+    cube.store(second + offs, hi)
+    s0, s1 = cube.split(cube.join(x, 2))  # a scalar joins as its broadcast
+    cube.store(scaled + offs, s0 * s1)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    width = np.dtype(f"uint{want.itemsize * 8}")
+    return np.array_equal(got.view(width), want.view(width))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int8", "float64"])
+def test_join_split_interleave(target, rng, dtype):
+    a = random_array(rng, N, dtype, -50, 50)
+    b = random_array(rng, N, dtype, -50, 50)
+    if np_dtype(dtype).kind == "f":  # split keeps signed zeros and NaN
+        a[:4] = [-0.0, np.nan, np.inf, 0.0]
+        b[:4] = [np.nan, -0.0, -np.inf, -0.0]
+    joined, mixed = np.zeros((N, 2), a.dtype), np.zeros(2 * N, a.dtype)
+    first, second, scaled = (np.zeros(N, a.dtype) for _ in range(3))
+    if run_or_expect_unsupported(target, [dtype], lambda: pairs[(1,)](
+            a, b, joined, mixed, first, second, scaled, N=N, target=target)):
+        want = np.stack([a, b], axis=-1)
+        assert same_bits(joined, want)
+        assert same_bits(mixed, want.reshape(-1))
+        assert same_bits(first, a) and same_bits(second, b)
+        with np.errstate(invalid="ignore", over="ignore"):
+            twice = (a.astype(np.float64) * 2).astype(a.dtype)
+        np.testing.assert_array_equal(scaled, twice)
+
+
+@cube.kernel
+def split_of_an_odd_axis(x):
+    lo, hi = cube.split(cube.load(x + cube.arange(0, 16)))
+    cube.store(x, lo + hi)
+
+
+@cube.kernel
+def interleave_of_scalars(x):
+    cube.store(x + cube.arange(0, 2), cube.interleave(1.0, 2.0))
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (split_of_an_odd_axis, "cube.split() needs a last axis of 2, got shape (16,)"),
+    (interleave_of_scalars, "cube.interleave() needs tiles, got two scalars"),
+])
+def test_wrong_pairs_point_at_the_line(kernel, message):
+    assert_points_at_the_line(lambda: kernel[(1,)](np.zeros(16, np.float32), target="cpu"),
+                              message, "test_pairs.py")
