@@ -1,7 +1,7 @@
 """Lowering of the builtins that Triton kernels use and cubepy spells the same way, so that
 they port by renaming ``tl.`` to ``cube.``: the compiler hints (``multiple_of``,
 ``max_contiguous``, ``max_constancy``), ``umulhi``, ``clamp``, ``zeros_like``, ``ravel``,
-``view``, ``broadcast``, ``join``, ``split``, ``interleave``, ``swizzle2d`` and
+``view``, ``broadcast``, ``join``, ``split``, ``interleave``, ``cat``, ``swizzle2d`` and
 ``static_print``.
 
 A hint becomes a ``HINT`` op that the ``triton`` backend renders as Triton's own call and the
@@ -23,6 +23,7 @@ from .builtins import (
     _full,
     _maximum,
     _minimum,
+    _permute,
     _reshape,
     _tile,
     _where,
@@ -172,3 +173,17 @@ def _interleave(ctx: Any, a: Any, b: Any) -> Value:
                         "use cube.join(a, b) for a pair")
     shape = joined.type.shape
     return _reshape(ctx, joined, shape[:-2] + (shape[-2] * 2,))
+
+
+@lowering("cat")
+def _cat(ctx: Any, a: Any, b: Any, can_reorder: Any) -> Value:
+    # a's rows, then b's: the pairs of join with their axis moved to the front, merged with
+    # the first. In order, which Triton's can_reorder=True also allows.
+    a, b = _tile(a, "cat"), _tile(b, "cat")
+    if a.type.shape != b.type.shape:
+        raise RuleError(f"cube.cat() needs tiles of one shape, got {a.type.shape} and "
+                        f"{b.type.shape}", "broadcast or reshape them to one shape first")
+    shape = a.type.shape
+    pairs = _join(ctx, a, b)
+    front = _permute(ctx, pairs, (len(shape),) + tuple(range(len(shape))))
+    return _reshape(ctx, front, (2 * shape[0],) + shape[1:])

@@ -508,6 +508,7 @@ num_programs = cube_count
 # as they use _builtin
 from .ported import (  # noqa: E402, F401
     broadcast,
+    cat,
     interleave,
     join,
     ravel,

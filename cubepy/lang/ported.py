@@ -66,6 +66,16 @@ def interleave(a: Any, b: Any) -> Any:
 
 
 @_builtin
+def cat(a: Any, b: Any, can_reorder: bool = False) -> Any:
+    """``a``'s elements, then ``b``'s, along the first axis (tiles of one shape). Triton lets
+    ``can_reorder=True`` mix the order; cubepy keeps it either way.
+
+    Example:
+        >>> both = cube.cat(lo, hi)  # (64,) and (64,) -> (128,)  # doctest: +SKIP
+    """
+
+
+@_builtin
 def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> Any:
     """The position ``(i, j)`` of a row-major ``size_i`` x ``size_j`` grid takes in the order
     that runs down the columns of each band of ``size_g`` rows (the last band may be shorter):

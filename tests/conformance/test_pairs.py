@@ -1,6 +1,6 @@
-"""``join``, ``split`` and ``interleave``, as Triton's: pairs along a new last axis, their
-halves, and two tiles alternating. Bit for bit against NumPy on every target (``split`` keeps
--0.0 and NaN); misuse is an error at the line."""
+"""``join``, ``split``, ``interleave`` and ``cat``, as Triton's: pairs along a new last axis,
+their halves, two tiles alternating, and one after the other. Bit for bit against NumPy on
+every target (``split`` keeps -0.0 and NaN); misuse is an error at the line."""
 
 from __future__ import annotations
 
@@ -58,6 +58,32 @@ def test_join_split_interleave(target, rng, dtype):
 
 
 @cube.kernel
+def concatenated(a, b, rows, flat, R: cube.Comptime[int], C: cube.Comptime[int]):
+    offs = cube.arange(0, R)[:, None] * C + cube.arange(0, C)[None, :]
+    x, y = cube.load(a + offs), cube.load(b + offs)
+    cube.store(rows + cube.arange(0, 2 * R)[:, None] * C + cube.arange(0, C)[None, :],
+               cube.cat(x, y))
+    cube.store(flat + cube.arange(0, 2 * R * C), cube.cat(cube.ravel(x), cube.ravel(y),
+                                                          can_reorder=True))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_cat_keeps_the_order(target, rng, dtype):
+    a, b = (random_array(rng, (4, 8), dtype, -50, 50) for _ in range(2))
+    rows, flat = np.zeros((8, 8), a.dtype), np.zeros(64, a.dtype)
+    if run_or_expect_unsupported(target, [dtype], lambda: concatenated[(1,)](
+            a, b, rows, flat, R=4, C=8, target=target)):
+        assert same_bits(rows, np.concatenate([a, b]))
+        assert same_bits(flat, np.concatenate([a.ravel(), b.ravel()]))
+
+
+@cube.kernel
+def cat_of_two_shapes(x):
+    both = cube.cat(cube.load(x + cube.arange(0, 8)), cube.load(x + cube.arange(0, 16)))
+    cube.store(x + cube.arange(0, 24), both)
+
+
+@cube.kernel
 def split_of_an_odd_axis(x):
     lo, hi = cube.split(cube.load(x + cube.arange(0, 16)))
     cube.store(x, lo + hi)
@@ -71,6 +97,7 @@ def interleave_of_scalars(x):
 @pytest.mark.parametrize("kernel, message", [
     (split_of_an_odd_axis, "cube.split() needs a last axis of 2, got shape (16,)"),
     (interleave_of_scalars, "cube.interleave() needs tiles, got two scalars"),
+    (cat_of_two_shapes, "cube.cat() needs tiles of one shape, got (8,) and (16,)"),
 ])
 def test_wrong_pairs_point_at_the_line(kernel, message):
     assert_points_at_the_line(lambda: kernel[(1,)](np.zeros(16, np.float32), target="cpu"),
