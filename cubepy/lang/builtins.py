@@ -260,34 +260,6 @@ def atomic_xchg(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel"
 
 
 @_builtin
-def atomic_and(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
-    """Atomic bitwise and on an integer array; returns the old values. ``sem`` as for
-    ``atomic_add``.
-
-    Example:
-        >>> cube.atomic_and(flags + word, ~(1 << bit), mask=mask)  # doctest: +SKIP
-    """
-
-
-@_builtin
-def atomic_or(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
-    """Atomic bitwise or on an integer array (set bits); returns the old values.
-
-    Example:
-        >>> seen = cube.atomic_or(bitmap + word, 1 << bit, mask=mask)  # doctest: +SKIP
-    """
-
-
-@_builtin
-def atomic_xor(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
-    """Atomic bitwise exclusive or on an integer array (flip bits); returns the old values.
-
-    Example:
-        >>> cube.atomic_xor(parity + slot, bits, mask=mask)  # doctest: +SKIP
-    """
-
-
-@_builtin
 def atomic_cas(pointer: Any, cmp: Any, value: Any) -> Any:
     """Compare-and-swap: store ``value`` where the old value equals ``cmp``; returns old."""
 
@@ -410,15 +382,6 @@ def reshape(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 @_builtin
-def flip(x: Any, dim: int | None = None) -> Any:
-    """The elements in reverse order along ``dim`` (the last axis when None), as Triton's.
-
-    Example:
-        >>> descending = cube.flip(ascending, 0)  # doctest: +SKIP
-    """
-
-
-@_builtin
 def permute(x: Any, dims: tuple[int, ...]) -> Any:
     """Axes reordered: result axis i is input axis ``dims[i]``."""
 
@@ -469,24 +432,6 @@ def cumsum(x: Any, axis: int = 0) -> Any:
 
 
 @_builtin
-def cumprod(x: Any, axis: int = 0) -> Any:
-    """Inclusive cumulative product along ``axis`` (small integers in int32, as ``cumsum``).
-
-    Example:
-        >>> survival = cube.cumprod(1.0 - hazard, axis=1)  # doctest: +SKIP
-    """
-
-
-@_builtin
-def xor_sum(x: Any, axis: int | None = None) -> Any:
-    """Bitwise exclusive or of the integer elements along ``axis`` (all axes when None).
-
-    Example:
-        >>> parity = cube.xor_sum(words, axis=0)  # doctest: +SKIP
-    """
-
-
-@_builtin
 def dot(a: Any, b: Any, acc: Any = None) -> Any:
     """Matrix product of 2-D tiles, plus ``acc`` when given."""
 
@@ -507,8 +452,13 @@ num_programs = cube_count
 # the random and the further Triton builtins' stubs live beside this module; imported last,
 # as they use _builtin
 from .ported import (  # noqa: E402, F401
+    atomic_and,
+    atomic_or,
+    atomic_xor,
     broadcast,
     cat,
+    cumprod,
+    flip,
     interleave,
     join,
     ravel,
@@ -516,5 +466,6 @@ from .ported import (  # noqa: E402, F401
     static_print,
     swizzle2d,
     view,
+    xor_sum,
 )
 from .random import philox, rand, rand4x, randint, randint4x, randn, randn4x  # noqa: E402, F401

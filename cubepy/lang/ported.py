@@ -1,7 +1,8 @@
-"""Stubs of Triton builtins that kernels use for shapes, index arithmetic and compile-time
-printing, spelled as Triton spells them so that kernels port by renaming ``tl.`` to ``cube.``
-(lowered by ``cubepy/frontend/ported.py``). Like the other builtins, these only have meaning
-inside a ``@cube.kernel`` or ``@cube.func``."""
+"""Stubs of the Triton builtins that kernels use for shapes, index arithmetic, compile-time
+printing, bitwise atomics and the reductions beyond sums, spelled as Triton spells them so
+that kernels port by renaming ``tl.`` to ``cube.`` (lowered by ``cubepy/frontend/ported.py``
+and ``cubepy/frontend/builtins.py``). Like the other builtins, these only have meaning inside
+a ``@cube.kernel`` or ``@cube.func``."""
 
 from __future__ import annotations
 
@@ -94,4 +95,59 @@ def static_print(*values: Any) -> None:
 
     Example:
         >>> cube.static_print("BLOCK", BLOCK, x)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def atomic_and(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic bitwise and on an integer array; returns the old values. ``sem`` as for
+    ``atomic_add``.
+
+    Example:
+        >>> cube.atomic_and(flags + word, ~(1 << bit), mask=mask)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def atomic_or(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic bitwise or on an integer array (set bits); returns the old values.
+
+    Example:
+        >>> seen = cube.atomic_or(bitmap + word, 1 << bit, mask=mask)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def atomic_xor(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel") -> Any:
+    """Atomic bitwise exclusive or on an integer array (flip bits); returns the old values.
+
+    Example:
+        >>> cube.atomic_xor(parity + slot, bits, mask=mask)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def cumprod(x: Any, axis: int = 0) -> Any:
+    """Inclusive cumulative product along ``axis`` (small integers in int32, as ``cumsum``).
+
+    Example:
+        >>> survival = cube.cumprod(1.0 - hazard, axis=1)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def xor_sum(x: Any, axis: int | None = None) -> Any:
+    """Bitwise exclusive or of the integer elements along ``axis`` (all axes when None).
+
+    Example:
+        >>> parity = cube.xor_sum(words, axis=0)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def flip(x: Any, dim: int | None = None) -> Any:
+    """The elements in reverse order along ``dim`` (the last axis when None), as Triton's.
+
+    Example:
+        >>> descending = cube.flip(ascending, 0)  # doctest: +SKIP
     """

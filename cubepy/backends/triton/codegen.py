@@ -28,14 +28,13 @@ import ast
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
 from ...ir.rules import reduce_dtype
 from ..base import holds_half_value, shift_in_range
 from ..pyemit import PyEmitter
 from .arith import HALF, ArithMixin
+from .bf16 import as_int16, round_bf16
 from .descriptors import BlockCopyEmitter
 from .prelude import ATOMICS, CONSTANTS, FLOAT_ATOMICS, HELPERS, with_needs
 
@@ -74,21 +73,6 @@ def tl_type(dtype: dt.DType) -> str:
 def signature_type(dtype: dt.DType, pointer: bool) -> str:
     """A parameter's type in cubepy's names, as ``aot.compile_aot`` takes it (``*float16``)."""
     return f"*{dtype.name}" if pointer else TRANSPORT[dtype.name].name
-
-
-def _as_int16(pointer: str) -> str:
-    """A bfloat16 pointer as one to int16, for the interpreter's loads and stores of bits."""
-    return f"{pointer}.to(tl.pointer_type(tl.int16), bitcast=True)"
-
-
-def round_bf16(value: float) -> float:
-    """The bfloat16 nearest to ``value`` (ties to even), as a Python float."""
-    if not math.isfinite(value):
-        return value
-    with np.errstate(over="ignore"):
-        bits = int(np.array(value, np.float32).view(np.uint32))
-    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-    return float(np.array(bits, np.uint32).view(np.float32))
 
 
 @dataclass(frozen=True)
@@ -391,7 +375,7 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             fill = self.n(other)
         if widened:  # the bits, as the interpreter's bfloat16 cast would lose subnormals
             self.helpers.add("_bf16_value")
-            expr = f"_bf16_value(tl.load({_as_int16(self.n(ptr))}{self._masked_args(mask, fill)}))"
+            expr = f"_bf16_value(tl.load({as_int16(self.n(ptr))}{self._masked_args(mask, fill)}))"
             self.assign(op, expr)
         else:
             self.assign(op, f"tl.load({self.n(ptr)}{self._masked_args(mask, fill)})")
@@ -407,7 +391,7 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
         stored, target = self.n(value), self.n(ptr)
         if self.reg(ptr.type.dtype) != ptr.type.dtype:  # bfloat16 on the interpreter: bits
             self.helpers.add("_bf16_bits")
-            stored, target = f"_bf16_bits({stored})", _as_int16(target)
+            stored, target = f"_bf16_bits({stored})", as_int16(target)
         self.line(f"tl.store({target}, {stored}{self._masked_args(mask, None)})")
 
     def atomic(self, op: Operation) -> None:
