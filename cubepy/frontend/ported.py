@@ -105,6 +105,8 @@ def _broadcast(ctx: Any, a: Any, b: Any) -> tuple[Any, Any]:
     except RuleError:
         raise RuleError(f"cube.broadcast(): shapes {shapes[0]} and {shapes[1]} do not "
                         "broadcast", "each axis must match or be 1, as in NumPy") from None
+    if not shape:  # two scalars stay scalars
+        return a, b
     return tuple(_broadcast_to(ctx, v, shape) for v in (a, b))
 
 

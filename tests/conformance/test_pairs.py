@@ -64,6 +64,26 @@ def test_join_split_interleave(target, rng, dtype):
 
 
 @cube.kernel
+def bool_and_scalar_pairs(x, lo, hi, pair, N: cube.Comptime[int]):
+    offs = cube.arange(0, N)
+    v = cube.load(x + offs) != 0
+    a, b = cube.split(cube.join(v, ~v))
+    cube.store(lo + offs, a)
+    cube.store(hi + offs, b)
+    p0, p1 = cube.split(cube.join(1.5, 2))  # two scalars join as a pair of the common dtype
+    cube.store(pair + cube.arange(0, 2), cube.join(p0, p1))
+
+
+def test_pairs_of_bools_and_of_scalars(target):
+    x = np.array([0, 1, 2, 0, 5, 0, 0, 1], np.int32)
+    lo, hi, pair = np.zeros(8, bool), np.zeros(8, bool), np.zeros(2, np.float32)
+    bool_and_scalar_pairs[(1,)](x, lo, hi, pair, N=8, target=target)
+    np.testing.assert_array_equal(lo, x != 0)
+    np.testing.assert_array_equal(hi, x == 0)
+    np.testing.assert_array_equal(pair, [1.5, 2.0])
+
+
+@cube.kernel
 def concatenated(a, b, rows, flat, R: cube.Comptime[int], C: cube.Comptime[int]):
     offs = cube.arange(0, R)[:, None] * C + cube.arange(0, C)[None, :]
     x, y = cube.load(a + offs), cube.load(b + offs)
