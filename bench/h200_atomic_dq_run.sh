@@ -7,11 +7,8 @@
 #   MODE=tuned bash bench/h200_atomic_dq_run.sh     # run 92: the probe, the tuned comparison
 #   MODE=tests bash bench/h200_atomic_dq_run.sh     # run 93: every GPU test, wgsl on NVIDIA
 set -u
-OUT=${OUT:-/tmp/h200-out}
+source bench/h200_env.sh
 MODE=${MODE:-tuned}
-source .whl/gpu-env.sh
-export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1 CUBEPY_CACHE_DIR=/tmp/cc TRITON_CACHE_DIR=/tmp/tc
-export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT
 LOG=$OUT/atomic-dq-$MODE.log
 { date -u; python3 -c "import numba, numpy, triton, torch, os; print('numba', numba.__version__, \
 'numpy', numpy.__version__, 'triton', triton.__version__, 'torch', torch.__version__, \

@@ -6,10 +6,7 @@
 # JSON go to $OUT. From the repo root, with .whl/ and .gl/ carried:
 #   bash bench/h200_backward_run.sh
 set -u
-OUT=${OUT:-/tmp/h200-out}
-source .whl/gpu-env.sh
-export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1 CUBEPY_CACHE_DIR=/tmp/cc TRITON_CACHE_DIR=/tmp/tc
-export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT
+source bench/h200_env.sh
 LOG=$OUT/backward.log
 { date -u; python3 -c "import numba, numpy, triton, torch, os; print('numba', numba.__version__, \
 'numpy', numpy.__version__, 'triton', triton.__version__, 'torch', torch.__version__, \

@@ -1,16 +1,13 @@
 #!/usr/bin/env bash
-# Run 104 on the H200 machine (BENCHMARKS.md, "H200: more of Triton's builtins"): the
-# bitcast, shape-builtin, cumprod and xor_sum tests on every target there (cpu, wgsl on
-# NVIDIA's Vulkan, and the GPU through Triton 3.6 with torch arrays), the float16 rounding probe on NVIDIA's Vulkan
-# (its rounding is now a WGSL helper function), the math-edge, elementwise, control-flow,
-# dtype, memory and float-semantics tests there, and every GPU test. From the repo root, with
-# .whl/ and .gl/ carried; logs go to $OUT.
+# Runs 104 and 106 on the H200 machine (BENCHMARKS.md, "H200: more of Triton's builtins"):
+# the bitcast, shape-builtin, cumprod and xor_sum tests on every target there (cpu, wgsl on
+# NVIDIA's Vulkan, and the GPU through Triton 3.6 with torch arrays), the float16 rounding
+# probe on NVIDIA's Vulkan (its rounding is now a WGSL helper function), the math-edge,
+# elementwise, control-flow, dtype, memory and float-semantics tests there, and every GPU
+# test. From the repo root, with .whl/ and .gl/ carried; logs go to $OUT.
 set -u
-OUT=${OUT:-/tmp/h200-out}
-source .whl/gpu-env.sh
-export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/tc
-export CUBEPY_CACHE_DIR=/tmp/cc CUBEPY_WGPU_ADAPTER=NVIDIA
-export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT
+source bench/h200_env.sh
+export CUBEPY_WGPU_ADAPTER=NVIDIA
 date -u | tee $OUT/tests.log
 python3 -m pytest -q -p no:cacheprovider -n 8 -rf tests/conformance/test_bitcast.py \
     tests/conformance/test_ported_shapes.py tests/conformance/test_products_and_xor.py \

@@ -6,11 +6,8 @@
 # GPU through Triton 3.6, wgsl on NVIDIA's Vulkan), and every GPU test. From the repo root,
 # with .whl/ and .gl/ carried; logs go to $OUT.
 set -u
-OUT=${OUT:-/tmp/h200-out}
-source .whl/gpu-env.sh
-export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/tc
-export CUBEPY_CACHE_DIR=/tmp/cc CUBEPY_WGPU_ADAPTER=NVIDIA
-export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT
+source bench/h200_env.sh
+export CUBEPY_WGPU_ADAPTER=NVIDIA
 date -u | tee $OUT/random-bench.log
 python3 bench/random_gpu_bench.py 2>&1 | tee -a $OUT/random-bench.log
 date -u | tee $OUT/tests.log

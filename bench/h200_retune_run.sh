@@ -7,11 +7,9 @@
 # carried:
 #   bash bench/h200_retune_run.sh
 set -u
-OUT=${OUT:-/tmp/h200-out}
+source bench/h200_env.sh
 PROBE_SHAPES=${PROBE_SHAPES:-1024x1024x32768,4352x4096x4096,2048x1024x16384}
-source .whl/gpu-env.sh
-export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1 CUBEPY_CACHE_DIR=/tmp/cc TRITON_CACHE_DIR=/tmp/tc
-export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT/autotune $OUT/shipped
+mkdir -p $OUT/autotune $OUT/shipped
 date -u | tee $OUT/gpu-tests.log
 python3 -m pytest -m gpu -q -n 8 -p no:cacheprovider tests 2>&1 | tail -4 | tee -a $OUT/gpu-tests.log
 python3 bench/split_k_probe.py --shapes "$PROBE_SHAPES" --dtypes bf16 2>&1 \

@@ -8,10 +8,7 @@
 # From the repo root, with .whl/ and .gl/ carried:
 #   bash bench/h200_review_run.sh
 set -u
-OUT=${OUT:-/tmp/h200-out}
-source .whl/gpu-env.sh
-export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1 CUBEPY_CACHE_DIR=/tmp/cc TRITON_CACHE_DIR=/tmp/tc
-export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT
+source bench/h200_env.sh
 { date -u; python3 -c "import numba, numpy, triton, wgpu, os; print('numba', numba.__version__, \
 'numpy', numpy.__version__, 'triton', triton.__version__, 'wgpu', wgpu.__version__, \
 'cores', os.cpu_count())"; } | tee $OUT/review.log
