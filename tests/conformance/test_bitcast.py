@@ -214,11 +214,6 @@ def test_wrong_bitcasts_point_at_the_line(kernel, message):
                               message, "test_bitcast.py")
 
 
-def test_bfloat16_patterns_are_bfloat16():
-    # the reference itself: NumPy's view of ml_dtypes' bfloat16 is the high half of float32
-    x = np.array([0x3F80, 0xC000], np.uint16).view(BF16)
-    assert x.astype(np.float32).tolist() == [1.0, -2.0]
-
 
 def _to_gpu(a: np.ndarray):
     """``a`` on the GPU as torch, bit for bit (bfloat16 travels as its int16 patterns)."""

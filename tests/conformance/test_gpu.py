@@ -37,8 +37,7 @@ NAN = importlib.import_module("test_nan")
 FS = importlib.import_module("test_float_semantics")
 ME = importlib.import_module("test_math_edges")
 PX = importlib.import_module("test_products_and_xor")
-FLIP = importlib.import_module("test_flip")
-PAIRS = importlib.import_module("test_pairs")
+SHAPES = importlib.import_module("test_ported_shapes")
 
 
 def _dev(a: np.ndarray):
@@ -409,35 +408,25 @@ def test_gpu_cumprod(rng, dtype, axis):
 
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "int8"])
 def test_gpu_xor_sum(rng, dtype):
-    info = np.iinfo(np_dtype(dtype))
-    x = rng.integers(info.min, info.max, (PX.M, PX.N), dtype=np_dtype(dtype), endpoint=True)
-    outs = [np.zeros(PX.M, x.dtype), np.zeros(PX.N, x.dtype), np.zeros(1, x.dtype)]
+    x, outs = PX.xor_case(rng, dtype)
     gpu(PX.xor_sum_2d, (1,), x, *outs, PX.M, PX.N, BM=16, BN=32)
-    for got, axis in zip(outs, [1, 0, None]):
-        np.testing.assert_array_equal(got.reshape(-1), np.atleast_1d(
-            np.bitwise_xor.reduce(x, axis=axis)))
+    PX.assert_xor_sums(x, outs)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
 def test_gpu_flip(rng, dtype):
-    x = random_array(rng, (FLIP.R, FLIP.C), dtype, -50, 50)
-    outs = [np.zeros((FLIP.R, FLIP.C), x.dtype) for _ in range(3)] + [np.zeros(FLIP.R, x.dtype)]
-    gpu(FLIP.flipped_2d, (1,), x, *outs, R=FLIP.R, C=FLIP.C)
-    wide = x.astype(np.float64)
-    np.testing.assert_array_equal(outs[0], x[::-1])
-    np.testing.assert_array_equal(outs[1], x[:, ::-1])
-    assert_close(outs[2], wide - wide[:, ::-1])
-    assert_close(outs[3], (wide[:, ::-1] * np.arange(FLIP.C)).sum(axis=1))
+    r, c = SHAPES.FLIP_R, SHAPES.FLIP_C
+    x = random_array(rng, (r, c), dtype, -50, 50)
+    outs = [np.zeros((r, c), x.dtype) for _ in range(3)] + [np.zeros(r, x.dtype)]
+    gpu(SHAPES.flipped_2d, (1,), x, *outs, R=r, C=c)
+    SHAPES.assert_flipped(x, outs)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
 def test_gpu_join_split_interleave(rng, dtype):
-    n = PAIRS.N
+    n = SHAPES.PAIRS_N
     a, b = (random_array(rng, n, dtype, -50, 50) for _ in range(2))
     joined, mixed = np.zeros((n, 2), a.dtype), np.zeros(2 * n, a.dtype)
     first, second, scaled = (np.zeros(n, a.dtype) for _ in range(3))
-    gpu(PAIRS.pairs, (1,), a, b, joined, mixed, first, second, scaled, N=n)
-    want = np.stack([a, b], axis=-1)
-    assert PAIRS.same_bits(joined, want) and PAIRS.same_bits(mixed, want.reshape(-1))
-    assert PAIRS.same_bits(first, a) and PAIRS.same_bits(second, b)
-    np.testing.assert_array_equal(scaled, (a.astype(np.float64) * 2).astype(a.dtype))
+    gpu(SHAPES.pairs, (1,), a, b, joined, mixed, first, second, scaled, N=n)
+    SHAPES.assert_pairs(a, b, joined, mixed, first, second, scaled)

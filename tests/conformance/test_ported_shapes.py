@@ -1,13 +1,20 @@
-"""Triton's shape and index builtins, spelled as Triton's: ``ravel``, ``view``,
-``broadcast``, ``swizzle2d`` (the grouped order of a matmul's tiles) and ``static_print``
-(at compile time). Checked against NumPy on every target; wrong uses are compile errors at the
+"""Triton's shape and index builtins, spelled as Triton's: ``ravel``, ``view``, ``broadcast``,
+``flip``, ``join``, ``split``, ``interleave``, ``cat``, ``swizzle2d`` (the grouped order of a
+matmul's tiles) and ``static_print`` (at compile time). Checked against NumPy on every target,
+bit for bit where values only move (NaN payloads aside); wrong uses are compile errors at the
 user's line."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from util import assert_points_at_the_line, random_array
+from util import (
+    assert_close,
+    assert_points_at_the_line,
+    np_dtype,
+    random_array,
+    run_or_expect_unsupported,
+)
 
 import cubepy as cube
 
@@ -119,11 +126,199 @@ def view_of_another_size(out):
     cube.store(out + cube.arange(0, 8), cube.view(cube.arange(0, 4), (8,)))
 
 
+FLIP_R, FLIP_C = 8, 16
+
+
+@cube.kernel
+def flipped_2d(x, by_rows, by_cols, mirrored, weighted, R: cube.Comptime[int],
+               C: cube.Comptime[int]):
+    offs = cube.arange(0, R)[:, None] * C + cube.arange(0, C)[None, :]
+    v = cube.load(x + offs)
+    cube.store(by_rows + offs, cube.flip(v, 0))
+    cube.store(by_cols + offs, cube.flip(v, dim=-1))
+    cube.store(mirrored + offs, v - cube.flip(v))  # the last axis by default
+    cube.store(weighted + cube.arange(0, R),
+               cube.sum(cube.flip(v, 1) * cube.arange(0, C)[None, :].to(v.dtype), axis=1))
+
+
+def assert_flipped(x: np.ndarray, outs: list[np.ndarray]) -> None:
+    """``flipped_2d``'s outputs for ``x``."""
+    wide = x.astype(np.float64 if x.dtype.kind == "f" else np.int64)
+    np.testing.assert_array_equal(outs[0], x[::-1])
+    np.testing.assert_array_equal(outs[1], x[:, ::-1])
+    assert_close(outs[2], wide - wide[:, ::-1])
+    terms = wide[:, ::-1] * np.arange(x.shape[1])
+    if x.dtype.kind != "f":
+        np.testing.assert_array_equal(outs[3], terms.sum(axis=1))
+        return
+    # a sum of n terms may cancel: its rounding is bounded by (n + 1) eps times the sum of
+    # their magnitudes (each row's own), plus the store's half ulp
+    eps = np.finfo(x.dtype).eps
+    bound = (x.shape[1] + 1) * eps * np.abs(terms).sum(axis=1) + eps * np.abs(terms.sum(axis=1))
+    assert np.all(np.abs(outs[3] - terms.sum(axis=1)) <= bound), (outs[3], terms.sum(axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64"])
+def test_flip_2d(target, rng, dtype):
+    x = random_array(rng, (FLIP_R, FLIP_C), dtype, -50, 50)
+    outs = [np.zeros((FLIP_R, FLIP_C), x.dtype) for _ in range(3)] + [np.zeros(FLIP_R, x.dtype)]
+    if run_or_expect_unsupported(target, [dtype], lambda: flipped_2d[(1,)](
+            x, *outs, R=FLIP_R, C=FLIP_C, target=target)):
+        assert_flipped(x, outs)
+
+
+@cube.kernel
+def flipped_1d(x, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.arange(0, BLOCK)
+    v = cube.load(x + offs, mask=offs < n, other=-1.0)
+    cube.store(out + offs, cube.maximum(v, cube.flip(v)), mask=offs < n)
+
+
+def test_flip_1d_with_masked_lanes(target, rng):
+    n, block = 100, 128
+    x = random_array(rng, n, "float32")
+    out = np.zeros(n, np.float32)
+    flipped_1d[(1,)](x, out, n, BLOCK=block, target=target)
+    padded = np.concatenate([x, np.full(block - n, -1.0, np.float32)])
+    np.testing.assert_array_equal(out, np.maximum(padded, padded[::-1])[:n])
+
+
+@cube.kernel
+def flip_of_a_scalar(x):
+    cube.store(x, cube.flip(1.0))
+
+
+@cube.kernel
+def flip_past_the_axes(x):
+    cube.store(x + cube.arange(0, 16), cube.flip(cube.load(x + cube.arange(0, 16)), 1))
+
+
+@cube.kernel
+def flip_of_pointers(x):
+    cube.store(cube.flip(x + cube.arange(0, 16)), 1.0)
+
+
+PAIRS_N = 64
+
+
+@cube.kernel
+def pairs(a, b, joined, mixed, first, second, scaled, N: cube.Comptime[int]):
+    offs = cube.arange(0, N)
+    x, y = cube.load(a + offs), cube.load(b + offs)
+    both = cube.join(x, y)  # (N, 2)
+    cube.store(joined + offs[:, None] * 2 + cube.arange(0, 2)[None, :], both)
+    cube.store(mixed + cube.arange(0, 2 * N), cube.interleave(x, y))
+    lo, hi = cube.split(both)
+    cube.store(first + offs, lo)
+    cube.store(second + offs, hi)
+    s0, s1 = cube.split(cube.join(x, 2))  # a scalar joins as its broadcast
+    cube.store(scaled + offs, s0 * s1)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    """Bit for bit (-0.0 included), but a NaN only as a NaN: storing a float16 NaN through a
+    float32 register may change its payload (NVIDIA's Vulkan gives the canonical one)."""
+    width = np.dtype(f"uint{want.itemsize * 8}")
+    floats = want.dtype.kind == "f"
+    nan = np.isnan(want.astype(np.float64)) if floats else np.zeros(want.shape, bool)
+    return np.array_equal(got.view(width)[~nan], want.view(width)[~nan]) and \
+        bool(np.isnan(got.astype(np.float64)[nan]).all())
+
+
+def assert_pairs(a: np.ndarray, b: np.ndarray, joined: np.ndarray, mixed: np.ndarray,
+                 first: np.ndarray, second: np.ndarray, scaled: np.ndarray) -> None:
+    """``pairs``'s outputs for ``a`` and ``b``."""
+    want = np.stack([a, b], axis=-1)
+    assert same_bits(joined, want)
+    assert same_bits(mixed, want.reshape(-1))
+    assert same_bits(first, a) and same_bits(second, b)
+    with np.errstate(invalid="ignore", over="ignore"):
+        twice = (a.astype(np.float64) * 2).astype(a.dtype)
+    np.testing.assert_array_equal(scaled, twice)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int8", "float64"])
+def test_join_split_interleave(target, rng, dtype):
+    a = random_array(rng, PAIRS_N, dtype, -50, 50)
+    b = random_array(rng, PAIRS_N, dtype, -50, 50)
+    if np_dtype(dtype).kind == "f":  # split keeps signed zeros and NaN
+        a[:4] = [-0.0, np.nan, np.inf, 0.0]
+        b[:4] = [np.nan, -0.0, -np.inf, -0.0]
+    joined, mixed = np.zeros((PAIRS_N, 2), a.dtype), np.zeros(2 * PAIRS_N, a.dtype)
+    first, second, scaled = (np.zeros(PAIRS_N, a.dtype) for _ in range(3))
+    if run_or_expect_unsupported(target, [dtype], lambda: pairs[(1,)](
+            a, b, joined, mixed, first, second, scaled, N=PAIRS_N, target=target)):
+        assert_pairs(a, b, joined, mixed, first, second, scaled)
+
+
+@cube.kernel
+def bool_and_scalar_pairs(x, lo, hi, pair, N: cube.Comptime[int]):
+    offs = cube.arange(0, N)
+    v = cube.load(x + offs) != 0
+    a, b = cube.split(cube.join(v, ~v))
+    cube.store(lo + offs, a)
+    cube.store(hi + offs, b)
+    p0, p1 = cube.split(cube.join(1.5, 2))  # two scalars join as a pair of the common dtype
+    cube.store(pair + cube.arange(0, 2), cube.join(p0, p1))
+
+
+def test_pairs_of_bools_and_of_scalars(target):
+    x = np.array([0, 1, 2, 0, 5, 0, 0, 1], np.int32)
+    lo, hi, pair = np.zeros(8, bool), np.zeros(8, bool), np.zeros(2, np.float32)
+    bool_and_scalar_pairs[(1,)](x, lo, hi, pair, N=8, target=target)
+    np.testing.assert_array_equal(lo, x != 0)
+    np.testing.assert_array_equal(hi, x == 0)
+    np.testing.assert_array_equal(pair, [1.5, 2.0])
+
+
+@cube.kernel
+def concatenated(a, b, rows, flat, R: cube.Comptime[int], C: cube.Comptime[int]):
+    offs = cube.arange(0, R)[:, None] * C + cube.arange(0, C)[None, :]
+    x, y = cube.load(a + offs), cube.load(b + offs)
+    cube.store(rows + cube.arange(0, 2 * R)[:, None] * C + cube.arange(0, C)[None, :],
+               cube.cat(x, y))
+    cube.store(flat + cube.arange(0, 2 * R * C), cube.cat(cube.ravel(x), cube.ravel(y),
+                                                          can_reorder=True))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_cat_keeps_the_order(target, rng, dtype):
+    a, b = (random_array(rng, (4, 8), dtype, -50, 50) for _ in range(2))
+    rows, flat = np.zeros((8, 8), a.dtype), np.zeros(64, a.dtype)
+    if run_or_expect_unsupported(target, [dtype], lambda: concatenated[(1,)](
+            a, b, rows, flat, R=4, C=8, target=target)):
+        assert same_bits(rows, np.concatenate([a, b]))
+        assert same_bits(flat, np.concatenate([a.ravel(), b.ravel()]))
+
+
+@cube.kernel
+def cat_of_two_shapes(x):
+    both = cube.cat(cube.load(x + cube.arange(0, 8)), cube.load(x + cube.arange(0, 16)))
+    cube.store(x + cube.arange(0, 24), both)
+
+
+@cube.kernel
+def split_of_an_odd_axis(x):
+    lo, hi = cube.split(cube.load(x + cube.arange(0, 16)))
+    cube.store(x, lo + hi)
+
+
+@cube.kernel
+def interleave_of_scalars(x):
+    cube.store(x + cube.arange(0, 2), cube.interleave(1.0, 2.0))
+
+
 @pytest.mark.parametrize("kernel, message", [
     (ravel_of_a_scalar, "cube.ravel() needs a tile, got 1.0"),
     (broadcast_mismatch, "cube.broadcast(): shapes (4,) and (8,) do not broadcast"),
     (view_of_another_size, "cannot reshape a tile of shape (4,) (4 elements) to (8,)"),
+    (flip_of_a_scalar, "cube.flip() needs a tile, got 1.0"),
+    (flip_past_the_axes, "cube.flip(): dim 1 is not an axis of a tile of shape (16,)"),
+    (flip_of_pointers, "pointer tiles cannot be flipped"),
+    (split_of_an_odd_axis, "cube.split() needs a last axis of 2, got shape (16,)"),
+    (interleave_of_scalars, "cube.interleave() needs tiles, got two scalars"),
+    (cat_of_two_shapes, "cube.cat() needs tiles of one shape, got (8,) and (16,)"),
 ])
 def test_wrong_uses_point_at_the_line(kernel, message):
-    assert_points_at_the_line(lambda: kernel[(1,)](np.zeros(16, np.int32), target="cpu"),
+    assert_points_at_the_line(lambda: kernel[(1,)](np.zeros(16, np.float32), target="cpu"),
                               message, "test_ported_shapes.py")

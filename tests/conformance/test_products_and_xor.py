@@ -87,20 +87,28 @@ def xor_sum_1d(x, out, n, BLOCK: cube.Comptime[int]):
     cube.store(out, cube.xor_sum(cube.load(x + offs, mask=offs < n, other=0), axis=0))
 
 
-@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "int8", "uint8", "int16"])
-def test_xor_sum(target, rng, dtype):
+def xor_case(rng: np.random.Generator, dtype: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Random bits of ``dtype`` in an (M, N) array, and zeroed outputs for ``xor_sum_2d``."""
     info = np.iinfo(np_dtype(dtype))
     x = rng.integers(info.min, info.max, (M, N), dtype=np_dtype(dtype), endpoint=True)
-    outs = [np.zeros(M, x.dtype), np.zeros(N, x.dtype), np.zeros(1, x.dtype)]
+    return x, [np.zeros(M, x.dtype), np.zeros(N, x.dtype), np.zeros(1, x.dtype)]
+
+
+def assert_xor_sums(x: np.ndarray, outs: list[np.ndarray]) -> None:
+    """Outputs along axis 1, axis 0 and all axes (``xor_sum_2d``'s, or more of the last)."""
+    for got, axis in zip(outs, [1, 0, None, None]):
+        want = np.atleast_1d(np.bitwise_xor.reduce(x, axis=axis))
+        np.testing.assert_array_equal(got.reshape(-1), want)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "int8", "uint8", "int16"])
+def test_xor_sum(target, rng, dtype):
+    x, outs = xor_case(rng, dtype)
     flat = np.zeros(1, x.dtype)
     if run_or_expect_unsupported(target, [dtype], lambda: xor_sum_2d[(1,)](
             x, *outs, M, N, BM=16, BN=32, target=target)):
         xor_sum_1d[(1,)](x.ravel(), flat, x.size, BLOCK=512, target=target)
-        for got, want in zip([*outs, flat], [np.bitwise_xor.reduce(x, axis=1),
-                                             np.bitwise_xor.reduce(x, axis=0),
-                                             [np.bitwise_xor.reduce(x, axis=None)],
-                                             [np.bitwise_xor.reduce(x, axis=None)]]):
-            np.testing.assert_array_equal(got, np.asarray(want, x.dtype))
+        assert_xor_sums(x, [*outs, flat])
 
 
 @cube.kernel

@@ -316,7 +316,7 @@ def f32_to_bf16_s(x):
 
 
 def f16_to_f32_s(raw):
-    return np.float32(f16_bits_to_f32(np.int64(raw)))
+    return f16_bits_to_f32(np.int64(raw))
 
 
 def f32_to_f16_s(x):

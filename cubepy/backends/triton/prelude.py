@@ -66,14 +66,11 @@ def _floormod_int(a, b):
     "_bf16_bits": '''
 @triton.jit
 def _bf16_bits(x):
-    # float32 -> the int16 pattern of the nearest bfloat16 (ties to even), for the
-    # interpreter's stores and bitcasts (its own cast reads subnormals as 0); a NaN stays a
-    # NaN, with its sign and its payload's high bits
-    bits = x.to(tl.uint32, bitcast=True)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    high = bits >> 16
-    nan = tl.where((high & 0x7F) == 0, high | 0x40, high)
-    return tl.where(x != x, nan, rounded).to(tl.int16)
+    # float32 -> the int16 pattern of the nearest bfloat16, for the interpreter's stores and
+    # bitcasts (its own cast reads subnormals as 0); a NaN (which _round_bf16 leaves as it is)
+    # keeps its sign and its payload's high bits, and stays a NaN if those are all 0
+    high = _round_bf16(x).to(tl.uint32, bitcast=True) >> 16
+    return tl.where((x != x) & ((high & 0x7F) == 0), high | 0x40, high).to(tl.int16)
 ''',
     "_bf16_value": '''
 @triton.jit
@@ -348,6 +345,7 @@ ATOMICS = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min
 FLOAT_ATOMICS = {**ATOMICS, "max": "_atomic_max_nan", "min": "_atomic_min_nan"}
 # What a helper's own source uses: other helpers, and constants.
 HELPER_NEEDS = {"_atomic_max_nan": {"_atomic_minmax_nan"},
+                "_bf16_bits": {"_round_bf16"},
                 "_atomic_min_nan": {"_atomic_minmax_nan"},
                 "_pow": {"INF", "NAN", "_log_dd", "_two_sum", "_two_prod"},
                 "_log_dd": {"_two_sum", "_two_prod"}}
