@@ -9,7 +9,14 @@ Example:
 """
 
 from .autotune import Config, autotune
-from .errors import CompileError, CubeError, LaunchError, UnshownPrintWarning, UnsupportedError
+from .errors import (
+    CompileError,
+    CubeError,
+    LaunchError,
+    UncheckedAssertWarning,
+    UnshownPrintWarning,
+    UnsupportedError,
+)
 from .ir.dtypes import (
     DType,
     bfloat16,
@@ -42,7 +49,8 @@ f16, bf16, f32, f64 = float16, bfloat16, float32, float64
 __version__ = "0.1.0"
 
 __all__ = [
-    "CompileError", "CubeError", "LaunchError", "UnshownPrintWarning", "UnsupportedError",
+    "CompileError", "CubeError", "LaunchError", "UncheckedAssertWarning", "UnshownPrintWarning",
+    "UnsupportedError",
     "DType", "Comptime", "Func",
     "Kernel", "available_targets", "cuda_available", "kernel", "func", "target_info", "cdiv",
     "static_range", "range", "bool", "int1", "int8", "int16", "int32", "int64", "uint8", "uint32",

@@ -43,6 +43,11 @@ class UnshownPrintWarning(UserWarning):
     printf): the kernel runs, without the prints."""
 
 
+class UncheckedAssertWarning(UserWarning):
+    """A kernel's ``cube.device_assert`` runs on a target that cannot check it (WGSL cannot
+    stop a launch): the kernel runs, without the checks."""
+
+
 class LaunchError(CubeError):
     """A launch was given arguments that do not fit the kernel (count, dtype, device, grid).
 

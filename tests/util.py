@@ -192,3 +192,13 @@ def allows_flushed_subnormals(target: str) -> bool:
     lets drivers do so (lavapipe and NVIDIA's do; docs/language.md, "Where targets differ").
     The other targets keep subnormals."""
     return target == "wgsl"
+
+
+def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
+    """Bit for bit (-0.0 included), but a NaN only as a NaN: storing a float16 NaN through a
+    float32 register may change its payload (NVIDIA's Vulkan gives the canonical one)."""
+    width = np.dtype(f"uint{want.itemsize * 8}")
+    floats = want.dtype.kind == "f"
+    nan = np.isnan(want.astype(np.float64)) if floats else np.zeros(want.shape, bool)
+    return np.array_equal(got.view(width)[~nan], want.view(width)[~nan]) and \
+        bool(np.isnan(got.astype(np.float64)[nan]).all())

@@ -126,3 +126,10 @@ def holds_half_value(value: Value, depth: int = 8) -> bool:
     operands = _KEEPS_HALF_VALUES.get(owner.op)
     return operands is not None and all(
         holds_half_value(owner.operands[i], depth - 1) for i in operands)
+
+
+def assert_message(op: Operation) -> str:
+    """What a failed ``device_assert`` says: the kernel's file and line, and the message."""
+    where = f"{op.loc.file}:{op.loc.line}: " if op.loc is not None else ""
+    message = op.attrs["message"]
+    return f"{where}device_assert failed{': ' + message if message else ''}"

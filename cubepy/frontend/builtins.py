@@ -385,17 +385,34 @@ def _reduce_axes(ctx: Any, x: Any, axis: Any, what: str) -> tuple[Value, int]:
     return x, axis % rank
 
 
+def _kept_dims(ctx: Any, result: Value, shape: tuple[int, ...], axis: int | None,
+               keep_dims: Any) -> Value:
+    """A reduction's ``result`` over ``axis`` of a tile of ``shape``, with the reduced axes
+    kept as axes of 1 when ``keep_dims`` (Triton's ``keep_dims=True``)."""
+    keep = plain_int(keep_dims)
+    if not isinstance(keep, (bool, int)):
+        raise RuleError("keep_dims must be a compile-time bool, got a run-time value",
+                        "pass True or False (or a cube.Comptime[bool])")
+    if not keep:
+        return result
+    if axis is None:
+        return ctx.b.emit(Op.FULL, result, shape=(1,) * len(shape))
+    return ctx.b.emit(Op.EXPAND_DIMS, result, axis=axis)
+
+
 def _reduction(kind: str) -> Lowering:
-    def lower(ctx: Any, x: Any, axis: Any) -> Value:
+    def lower(ctx: Any, x: Any, axis: Any, keep_dims: Any = False) -> Value:
         value, ax = _reduce_axes(ctx, x, axis, kind)
-        return ctx.b.emit(Op.REDUCE, value, kind=kind, axis=ax)
+        result = ctx.b.emit(Op.REDUCE, value, kind=kind, axis=ax)
+        return _kept_dims(ctx, result, x.type.shape, None if axis is None else ax, keep_dims)
     return lower
 
 
 def _argreduction(kind: str) -> Lowering:
-    def lower(ctx: Any, x: Any, axis: Any) -> Value:
+    def lower(ctx: Any, x: Any, axis: Any, keep_dims: Any = False) -> Value:
         value, ax = _reduce_axes(ctx, x, axis, kind)
-        return ctx.b.emit(Op.ARGREDUCE, value, kind=kind, axis=ax)
+        result = ctx.b.emit(Op.ARGREDUCE, value, kind=kind, axis=ax)
+        return _kept_dims(ctx, result, x.type.shape, None if axis is None else ax, keep_dims)
     return lower
 
 
@@ -416,13 +433,20 @@ LOWERINGS["cumsum"] = _scan("cumsum")
 LOWERINGS["cumprod"] = _scan("cumprod")
 
 
-@lowering("xor_sum")
-def _xor_sum(ctx: Any, x: Any, axis: Any) -> Value:
-    value, ax = _reduce_axes(ctx, x, axis, "xor_sum")
-    if not value.type.dtype.is_int:
-        raise RuleError(f"cube.xor_sum() needs an integer tile, got {value.type.dtype.name}",
-                        "for float bits, bitcast first: x.to(cube.uint32, bitcast=True)")
-    return ctx.b.emit(Op.REDUCE, value, kind="xor", axis=ax)
+def _bitwise_reduction(name: str, kind: str) -> Lowering:
+    def lower(ctx: Any, x: Any, axis: Any, keep_dims: Any = False) -> Value:
+        value, ax = _reduce_axes(ctx, x, axis, name)
+        if not value.type.dtype.is_int:
+            raise RuleError(f"cube.{name}() needs an integer tile, got "
+                            f"{value.type.dtype.name}", "for float bits, bitcast first: "
+                            "x.to(cube.uint32, bitcast=True); for bools, cube.max(x, axis)")
+        result = ctx.b.emit(Op.REDUCE, value, kind=kind, axis=ax)
+        return _kept_dims(ctx, result, x.type.shape, None if axis is None else ax, keep_dims)
+    return lower
+
+
+LOWERINGS["xor_sum"] = _bitwise_reduction("xor_sum", "xor")
+LOWERINGS["reduce_or"] = _bitwise_reduction("reduce_or", "or")
 
 
 @lowering("dot")

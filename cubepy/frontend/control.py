@@ -100,7 +100,7 @@ def build_if(fb: FunctionBuilder, node: ast.If, cond: Value) -> None:
 # Ops that must not run in the branch not taken: memory accesses (the address may be out of
 # bounds there) and prints.
 _GUARDED = frozenset({Op.LOAD, Op.BLOCK_LOAD, Op.STORE, Op.BLOCK_STORE, Op.ATOMIC,
-                      Op.ATOMIC_CAS, Op.PRINT})
+                      Op.ATOMIC_CAS, Op.PRINT, Op.ASSERT, Op.ASSUME})
 
 
 def _guarded(block: Block) -> bool:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Op, Value
+from ..ir import dtypes as dt
 from ..ir.rules import RuleError, broadcast_shapes
 from .builtins import (
     LOWERINGS,
@@ -30,7 +31,7 @@ from .builtins import (
     lowering,
 )
 from .pycalls import describe
-from .semantics import binary, is_value, plain_int
+from .semantics import binary, is_value, math, plain_int, to_bool
 
 
 def _hint_values(kind: str, values: Any, rank: int) -> tuple[int, ...]:
@@ -189,3 +190,118 @@ def _cat(ctx: Any, a: Any, b: Any, can_reorder: Any) -> Value:
     pairs = _join(ctx, a, b)
     front = _permute(ctx, pairs, (len(shape),) + tuple(range(len(shape))))
     return _reshape(ctx, front, (2 * shape[0],) + shape[1:])
+
+
+@lowering("squeeze")
+def _squeeze(ctx: Any, x: Any, dim: Any) -> Value:
+    x = _tile(x, "squeeze")
+    shape, axis = x.type.shape, plain_int(dim)
+    rank = len(shape)
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank or \
+            shape[axis % rank] != 1:
+        raise RuleError(f"cube.squeeze(): dim {dim!r} is not an axis of length 1 of a tile "
+                        f"of shape {shape}", "pass the compile-time index of an axis of 1")
+    if rank == 1:  # the one element as a scalar: a max against the lowest value keeps its bits
+        return LOWERINGS["max"](ctx, x, 0)
+    axis %= rank
+    return _reshape(ctx, x, shape[:axis] + shape[axis + 1:])
+
+
+@lowering("unsqueeze")
+def _unsqueeze(ctx: Any, x: Any, dim: Any) -> Value:
+    return _expand_dims(ctx, x, dim)
+
+
+@lowering("softmax")
+def _softmax(ctx: Any, x: Any, dim: Any, keep_dims: Any, ieee_rounding: Any) -> Value:
+    # Triton's: normalized along dim 0 unless told (not the last axis, as torch's is)
+    x = _tile(x, "softmax")
+    axis = 0 if dim is None else dim
+    shifted = binary(ctx.b, Op.SUB, x, LOWERINGS["max"](ctx, x, axis, keep_dims=True))
+    num = math(ctx.b, Op.EXP, shifted)
+    return binary(ctx.b, Op.DIV, num, LOWERINGS["sum"](ctx, num, axis, keep_dims=True))
+
+
+@lowering("gather")
+def _gather(ctx: Any, src: Any, index: Any, axis: Any) -> Value:
+    src, index = _tile(src, "gather"), _tile(index, "gather")
+    rank = len(src.type.shape)
+    ax = plain_int(axis)
+    if not isinstance(ax, int) or isinstance(ax, bool) or not -rank <= ax < rank:
+        raise RuleError(f"cube.gather(): axis {axis!r} is not an axis of a tile of shape "
+                        f"{src.type.shape}", f"pass a compile-time int from {-rank} to "
+                        f"{rank - 1}")
+    ax %= rank
+    if not index.type.dtype.is_int or index.type.is_ptr:
+        raise RuleError(f"cube.gather() needs integer indices, got {describe(index)}",
+                        "cast them: index.to(cube.int32)")
+    if len(index.type.shape) != rank or any(
+            a != b for d, (a, b) in enumerate(zip(src.type.shape, index.type.shape)) if d != ax):
+        raise RuleError(f"cube.gather() along axis {ax} of a tile of shape {src.type.shape} "
+                        f"needs indices of that shape but along axis {ax}, got "
+                        f"{index.type.shape}", "reshape or broadcast the indices to match")
+    # an index past either end reads that end: defined alike on every target
+    last = src.type.shape[ax] - 1
+    index = _minimum(ctx, _maximum(ctx, index, 0), last)
+    return ctx.b.emit(Op.GATHER, src, index, axis=ax)
+
+
+@lowering("histogram")
+def _histogram(ctx: Any, input: Any, num_bins: Any, mask: Any) -> Value:  # noqa: A002
+    x = _tile(input, "histogram")
+    bins = plain_int(num_bins)
+    if len(x.type.shape) != 1 or not x.type.dtype.is_int:
+        raise RuleError(f"cube.histogram() counts a 1-D integer tile, got {describe(x)}",
+                        "flatten it with cube.ravel(x); cast floats with x.to(cube.int32)")
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1 or bins & (bins - 1):
+        raise RuleError(f"cube.histogram(): num_bins must be a compile-time power of two, "
+                        f"got {num_bins!r}", "pass a literal or a cube.Comptime[int]")
+    # bin b counts the elements equal to b (those outside 0..num_bins-1 count nowhere)
+    hits = binary(ctx.b, Op.EQ, _expand_dims(ctx, x, 1),
+                  _reshape(ctx, ctx.b.emit(Op.ARANGE, start=0, end=bins), (1, bins)))
+    if mask is not None:
+        hits = binary(ctx.b, Op.AND, hits, _expand_dims(ctx, _broadcast_to(
+            ctx, binary(ctx.b, Op.NE, mask, False), x.type.shape), 1))
+    return LOWERINGS["sum"](ctx, ctx.b.cast(hits, dt.int32), 0)
+
+
+@lowering("debug_barrier")
+def _debug_barrier(ctx: Any) -> None:
+    ctx.b.create(Op.BARRIER, [], {})
+
+
+def _condition(ctx: Any, cond: Any, what: str) -> Any:
+    if is_value(cond) and cond.type.is_ptr:
+        raise RuleError(f"cube.{what}() of a pointer tile", "compare the offsets instead")
+    return to_bool(ctx.b, cond)
+
+
+@lowering("device_assert")
+def _device_assert(ctx: Any, cond: Any, msg: Any, mask: Any) -> None:
+    cond = _condition(ctx, cond, "device_assert")
+    if not is_value(cond):  # known now: true costs nothing, false is an error now
+        if not cond:
+            raise RuleError(f"cube.device_assert() of a condition false at compile time"
+                            f"{': ' + str(msg) if msg else ''}",
+                            "use cube.static_assert for compile-time conditions")
+        return
+    operands = [cond]
+    if mask is not None:
+        mask = _condition(ctx, mask, "device_assert")
+        operands.append(mask if is_value(mask) else ctx.b.const(bool(mask), dt.bool_))
+    ctx.b.create(Op.ASSERT, operands, {"message": str(msg)})
+
+
+@lowering("assume")
+def _assume(ctx: Any, cond: Any) -> None:
+    cond = _condition(ctx, cond, "assume")
+    if not is_value(cond):
+        if not cond:
+            raise RuleError("cube.assume() of a condition false at compile time",
+                            "assume only what holds")
+        return
+    if cond.type.shape:
+        raise RuleError(f"cube.assume() takes a scalar condition, got {describe(cond)}",
+                        "assume about the scalars the tile is made from, e.g. "
+                        "cube.assume(stride > 0)")
+    ctx.b.create(Op.ASSUME, [cond], {})

@@ -15,7 +15,13 @@ from ..errors import CompileError
 from ..ir import Block, Builder, Function, Op, Param, Type, Value
 from ..ir.rules import RuleError
 from ..lang import builtins as B
-from . import control, ported, random  # noqa: F401 - they register builtins' lowerings
+from . import (  # noqa: F401 - they register builtins' lowerings
+    combine,
+    control,
+    ported,
+    random,
+    sorting,
+)
 from .builtins import call_builtin
 from .descriptors import TensorDescriptor
 from .pycalls import call_python, call_to, describe, did_you_mean, unknown_name_hint
@@ -91,6 +97,7 @@ class FunctionBuilder(ast.NodeVisitor):
         self.func_cache: dict[Any, Function] = {}
         body = Block()
         self.b = Builder(body)
+        self.node: ast.AST | None = None  # the node being visited (where calls are made)
         self.env: dict[str, Any] = {}
         # names a run-time region assigned but whose value does not live on after it:
         # name -> (the region's line, whether it is a loop's variable)
@@ -145,14 +152,14 @@ class FunctionBuilder(ast.NodeVisitor):
         raise CompileError(message, self.source.loc(node), hint)
 
     def visit(self, node: ast.AST) -> Any:
-        saved = self.b.loc
-        self.b.loc = self.source.loc(node)
+        saved, saved_node = self.b.loc, self.node
+        self.b.loc, self.node = self.source.loc(node), node
         try:
             return super().visit(node)
         except RuleError as err:
             raise CompileError(err.message, self.source.loc(node), err.hint) from None
         finally:
-            self.b.loc = saved
+            self.b.loc, self.node = saved, saved_node
 
     def visit_block(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
@@ -293,9 +300,13 @@ class FunctionBuilder(ast.NodeVisitor):
 
     def visit_Assert(self, node: ast.Assert) -> None:
         cond = self.visit(node.test)
-        if is_value(cond):
-            self.error(node, "`assert` on run-time values is not supported",
-                       "use cube.static_assert on comptime values")
+        if is_value(cond):  # as Triton's: a device_assert, whose message must be a string
+            msg = self.visit(node.msg) if node.msg is not None else ""
+            if not isinstance(msg, str):
+                self.error(node, "the message of an `assert` on run-time values must be a "
+                           "string", 'write assert cond, "what went wrong"')
+            call_builtin(self, "device_assert", [cond, msg], {})
+            return
         if not cond:
             msg = self.visit(node.msg) if node.msg is not None else ""
             self.error(node, f"assertion failed{': ' + str(msg) if msg else ''}")

@@ -85,9 +85,18 @@ class Op(enum.Enum):
     PERMUTE = "permute"        # attrs: dims
     FLIP = "flip"              # attrs: axis; the elements along it in reverse order
     # reductions and scans
-    REDUCE = "reduce"          # attrs: kind (sum|max|min|xor), axis
+    REDUCE = "reduce"          # attrs: kind (sum|max|min|xor|or), axis
     ARGREDUCE = "argreduce"    # attrs: kind (argmax|argmin), axis
     SCAN = "scan"              # attrs: kind (cumsum|cumprod), axis
+    SORT = "sort"              # attrs: descending; integer keys in order along the last axis
+    # Reductions and scans by a combine function: operands n tiles of one shape; region
+    # combine(a_1..a_n, b_1..b_n) of scalars yields n scalars, the a's the earlier elements';
+    # attrs: axis (and reverse for the scan). Results: n tiles.
+    REDUCE_FN = "reduce_fn"
+    SCAN_FN = "scan_fn"
+    # operands: src, index (an integer tile of src's rank, in range); attrs: axis. Element e
+    # is src's element at e with its coordinate along axis replaced by index[e].
+    GATHER = "gather"
     DOT = "dot"                # operands: a, b, acc
     # control flow (structured)
     FOR = "for"                # operands: lb, ub, step, *inits; region: (iv, *carried)
@@ -100,6 +109,10 @@ class Op(enum.Enum):
     # calls and debugging
     CALL = "call"              # attrs: callee (Function); removed by the inline pass
     PRINT = "print"            # attrs: prefix
+    ASSERT = "assert"          # operands: cond [, mask]; attrs: message. Checked where it can be
+    # the cube's memory accesses before it happen before those after it (debug_barrier)
+    BARRIER = "barrier"
+    ASSUME = "assume"          # operands: cond; a promise that Triton uses and the others drop
 
 
 BINARY = frozenset({
@@ -118,6 +131,6 @@ LAYOUT = frozenset({Op.BROADCAST, Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE, Op.FLI
 CONTROL = frozenset({Op.FOR, Op.WHILE, Op.IF})
 # Ops with effects: never removed by DCE, never merged by CSE.
 SIDE_EFFECTS = frozenset({Op.STORE, Op.BLOCK_STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT,
-                          Op.CALL, Op.YIELD})
+                          Op.ASSERT, Op.BARRIER, Op.ASSUME, Op.CALL, Op.YIELD})
 # Ops whose result may differ between two evaluations with equal operands.
 NOT_PURE = SIDE_EFFECTS | CONTROL | {Op.LOAD}

@@ -257,6 +257,30 @@ def _reduction(op: Op, t: Type, attrs: dict) -> Type:
     return Type(dtype, shape)
 
 
+def _combined(op: Op, types: list[Type], axis: int) -> list[Type]:
+    shape = types[0].shape
+    if not shape or any(t.shape != shape or t.is_ptr for t in types):
+        raise RuleError(f"{op.value} combines tiles of one shape, got "
+                        f"{', '.join(map(str, types))}")
+    if not 0 <= axis < len(shape):
+        raise RuleError(f"axis {axis} is out of range for a tile of shape {shape}")
+    if op is Op.SCAN_FN:
+        return list(types)
+    return [Type(t.dtype, shape[:axis] + shape[axis + 1:]) for t in types]
+
+
+def _gather(types: list[Type], axis: int) -> Type:
+    src, index = types
+    if src.is_ptr or index.is_ptr or not index.dtype.is_int:
+        raise RuleError(f"gather reads values at integer indices, got {src} at {index}")
+    rank = len(src.shape)
+    if len(index.shape) != rank or not 0 <= axis < rank or any(
+            a != b for d, (a, b) in enumerate(zip(src.shape, index.shape)) if d != axis):
+        raise RuleError(f"gather along axis {axis} of a tile of shape {src.shape} needs "
+                        f"indices of its shape but along that axis, got {index.shape}")
+    return Type(src.dtype, index.shape)
+
+
 def _dot(types: list[Type]) -> Type:
     a, b, acc = types
     if len(a.shape) != 2 or len(b.shape) != 2:
@@ -360,11 +384,24 @@ def infer(op: Op, types: list[Type], attrs: dict) -> list[Type]:
         return [types[0]]
     if op in (Op.REDUCE, Op.ARGREDUCE, Op.SCAN):
         return [_reduction(op, types[0], attrs)]
+    if op in (Op.REDUCE_FN, Op.SCAN_FN):
+        return _combined(op, types, attrs["axis"])
+    if op is Op.GATHER:
+        return [_gather(types, attrs["axis"])]
+    if op is Op.SORT:
+        if not types[0].shape or types[0].is_ptr or not types[0].dtype.is_int:
+            raise RuleError(f"sort orders integer tiles (floats become keys first), got "
+                            f"{types[0]}")
+        return [types[0]]
     if op is Op.DOT:
         return [_dot(types)]
     if op is Op.HINT:
         return [_hint(types[0], attrs)]
-    if op is Op.PRINT or op is Op.YIELD:
+    if op in (Op.ASSERT, Op.ASSUME):
+        if any(not t.dtype.is_bool or t.is_ptr for t in types):
+            raise RuleError(f"{op.value} needs bool conditions, got {', '.join(map(str, types))}")
+        return []
+    if op in (Op.PRINT, Op.YIELD, Op.BARRIER):
         return []
     raise RuleError(f"no type rule for {op.value}")  # control flow is typed by its regions
 

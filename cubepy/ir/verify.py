@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import rules
-from .core import Block, Function, Operation
+from .core import Block, Function, Operation, Type
 from .ops import Op
 
 
@@ -24,6 +24,12 @@ def _check_op(operation: Operation, defined: set[int]) -> None:
     got = [r.type for r in operation.results]
     if expected != got:
         raise VerifyError(f"{operation.op.value}: results typed {got}, rules say {expected}")
+    if operation.op in (Op.REDUCE_FN, Op.SCAN_FN):
+        (combine,) = operation.regions
+        scalars = [Type(v.type.dtype) for v in operation.operands]
+        if [a.type for a in combine.args] != scalars * 2:
+            raise VerifyError(f"{operation.op.value}: combine takes {scalars * 2}")
+        _check_region(combine, defined, scalars)
 
 
 def _check_region(block: Block, defined: set[int], yields: list) -> None:

@@ -402,27 +402,27 @@ def broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 @_builtin
-def sum(x: Any, axis: int | None = None) -> Any:  # noqa: A001
-    """Sum along ``axis`` (all axes when None)."""
+def sum(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
+    """Sum along ``axis`` (all axes when None); ``keep_dims`` keeps the reduced axes as 1s."""
 
 
 @_builtin
-def max(x: Any, axis: int | None = None) -> Any:  # noqa: A001
+def max(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
     """Maximum along ``axis`` (all axes when None)."""
 
 
 @_builtin
-def min(x: Any, axis: int | None = None) -> Any:  # noqa: A001
+def min(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
     """Minimum along ``axis`` (all axes when None)."""
 
 
 @_builtin
-def argmax(x: Any, axis: int) -> Any:
+def argmax(x: Any, axis: int, keep_dims: bool = False) -> Any:
     """Index of the first maximum along ``axis`` (int32)."""
 
 
 @_builtin
-def argmin(x: Any, axis: int) -> Any:
+def argmin(x: Any, axis: int, keep_dims: bool = False) -> Any:
     """Index of the first minimum along ``axis`` (int32)."""
 
 
@@ -452,19 +452,32 @@ num_programs = cube_count
 # the random and the further Triton builtins' stubs live beside this module; imported last,
 # as they use _builtin
 from .ported import (  # noqa: E402, F401
+    associative_scan,
+    assume,
     atomic_and,
     atomic_or,
     atomic_xor,
     broadcast,
     cat,
     cumprod,
+    debug_barrier,
+    device_assert,
     flip,
+    gather,
+    histogram,
     interleave,
     join,
     ravel,
+    reduce,
+    reduce_or,
+    softmax,
+    sort,
     split,
+    squeeze,
     static_print,
     swizzle2d,
+    topk,
+    unsqueeze,
     view,
     xor_sum,
 )

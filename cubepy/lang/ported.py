@@ -136,11 +136,20 @@ def cumprod(x: Any, axis: int = 0) -> Any:
 
 
 @_builtin
-def xor_sum(x: Any, axis: int | None = None) -> Any:
+def xor_sum(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:
     """Bitwise exclusive or of the integer elements along ``axis`` (all axes when None).
 
     Example:
         >>> parity = cube.xor_sum(words, axis=0)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def reduce_or(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:
+    """Bitwise or of the integer elements along ``axis`` (all axes when None).
+
+    Example:
+        >>> seen = cube.reduce_or(flags, axis=1)  # doctest: +SKIP
     """
 
 
@@ -150,4 +159,143 @@ def flip(x: Any, dim: int | None = None) -> Any:
 
     Example:
         >>> descending = cube.flip(ascending, 0)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def sort(x: Any, dim: int | None = None, descending: bool = False) -> Any:
+    """``x`` sorted along ``dim`` (the last axis when None), ascending unless ``descending``.
+    NaNs go last (first when descending), as in NumPy; -0.0 comes before +0.0, and a NaN
+    comes out with its sign bit cleared.
+
+    Example:
+        >>> ranked = cube.sort(scores, descending=True)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def topk(x: Any, k: int, dim: int | None = None, descending: bool = True) -> Any:
+    """The ``k`` largest elements along ``dim`` (the last axis when None), largest first;
+    the ``k`` smallest, smallest first, when ``descending`` is False. ``k`` is a compile-time
+    power of two; NaNs count as the largest, as in ``sort``.
+
+    Example:
+        >>> best = cube.topk(logits, 8)  # (ROWS, 128) -> (ROWS, 8)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def squeeze(x: Any, dim: int) -> Any:
+    """``x`` without its axis ``dim``, which must have length 1 (a 1-D tile of one element
+    gives a scalar). The inverse of ``unsqueeze``.
+
+    Example:
+        >>> row = cube.squeeze(block, 0)  # (1, 64) -> (64,)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def unsqueeze(x: Any, dim: int) -> Any:
+    """``x`` with a new axis of length 1 at ``dim`` (``expand_dims``).
+
+    Example:
+        >>> column = cube.unsqueeze(offs, 1)  # (64,) -> (64, 1)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def softmax(x: Any, dim: int | None = None, keep_dims: bool = False,
+            ieee_rounding: bool = False) -> Any:
+    """``exp(x - max) / sum(exp(x - max))`` along ``dim``: axis 0 when None, as Triton's (not
+    the last axis, as torch's). The shape is kept either way, and the division is ``/``
+    (within 2.5 ulp on every target): ``keep_dims`` and ``ieee_rounding`` are accepted for
+    Triton's signature and change nothing.
+
+    Example:
+        >>> p = cube.softmax(scores, dim=1)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def gather(src: Any, index: Any, axis: int) -> Any:
+    """``src``'s elements at ``index`` along ``axis``: ``out[i, j] = src[index[i, j], j]`` for
+    axis 0. ``index`` is an integer tile of ``src``'s rank and shape but along ``axis``; an
+    index past either end reads that end.
+
+    Example:
+        >>> picked = cube.gather(table, rows_wanted, 0)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def histogram(input: Any, num_bins: int, mask: Any = None) -> Any:  # noqa: A002
+    """An int32 tile of ``num_bins`` counts (a compile-time power of two): bin ``b`` counts the
+    elements of the 1-D integer tile ``input`` equal to ``b`` (and, given ``mask``, where it is
+    true). Elements outside ``0 .. num_bins - 1`` count nowhere.
+
+    Example:
+        >>> counts = cube.histogram(expert_ids, 64)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def debug_barrier() -> None:
+    """Waits until every lane of the cube is here: its loads and stores before the barrier
+    happen before those after it (Triton's; ``workgroupBarrier`` on WGSL).
+
+    Example:
+        >>> cube.store(scratch + offs, partial)  # doctest: +SKIP
+        >>> cube.debug_barrier()  # doctest: +SKIP
+        >>> total = cube.load(scratch + flipped_offs)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
+    """Stops the launch with ``msg`` (and the kernel's file and line) where ``cond`` is false
+    (and ``mask`` true). Checked on cpu, cpu:debug and Triton's interpreter; on a GPU through
+    Triton only in Triton's debug mode (``TRITON_DEBUG=1``), as Triton's; not on wgsl, which
+    says so with a ``cube.UncheckedAssertWarning``. A Python ``assert cond, "msg"`` on run-time
+    values is the same.
+
+    Example:
+        >>> cube.device_assert(idx < n, "index out of range")  # doctest: +SKIP
+    """
+
+
+@_builtin
+def assume(cond: Any) -> None:
+    """A promise that the scalar condition ``cond`` holds, which Triton's compiler may use
+    (``tl.assume``); Triton's interpreter checks it, the other targets drop it. A broken
+    promise gives wrong results on a GPU.
+
+    Example:
+        >>> cube.assume(stride > 0)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def reduce(input: Any, axis: int | None, combine_fn: Any, keep_dims: bool = False) -> Any:  # noqa: A002
+    """``input`` (a tile, or a tuple of tiles of one shape) reduced along ``axis`` (all axes
+    when None) by ``combine_fn``, a ``@cube.func`` that takes the earlier elements' values
+    then the later ones' (``2n`` scalars for ``n`` tiles) and returns ``n`` values of the
+    inputs' dtypes. Elements are combined in order, in any grouping: the function should be
+    associative. As Triton's ``tl.reduce``.
+
+    Example:
+        >>> @cube.func
+        ... def larger_magnitude(a, b):
+        ...     return cube.where(abs(b) > abs(a), b, a)
+        >>> peak = cube.reduce(x, 1, larger_magnitude)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def associative_scan(input: Any, axis: int, combine_fn: Any, reverse: bool = False) -> Any:  # noqa: A002
+    """The inclusive scan of ``input`` (a tile, or a tuple of tiles of one shape) along
+    ``axis`` by ``combine_fn`` (as in ``reduce``); from the end when ``reverse``. As
+    Triton's ``tl.associative_scan``.
+
+    Example:
+        >>> running_max = cube.associative_scan(x, 0, larger)  # doctest: +SKIP
     """

@@ -21,7 +21,9 @@ def _cse_block(block: Block, seen: dict, mapping: dict[int, Value]) -> None:
         op.operands = [mapping.get(v.id, v) for v in op.operands]
         for region in op.regions:
             _cse_block(region, dict(seen), mapping)
-        if op.op in NOT_PURE or len(op.results) != 1:
+        # an op with a region (a reduction by a combine function) is kept: its key would
+        # have to compare the regions' ops
+        if op.op in NOT_PURE or len(op.results) != 1 or op.regions:
             ops.append(op)
             continue
         key = (op.op, tuple(v.id for v in op.operands),

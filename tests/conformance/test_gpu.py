@@ -38,6 +38,9 @@ FS = importlib.import_module("test_float_semantics")
 ME = importlib.import_module("test_math_edges")
 PX = importlib.import_module("test_products_and_xor")
 SHAPES = importlib.import_module("test_ported_shapes")
+SORTING = importlib.import_module("test_sorting")
+ROWS = importlib.import_module("test_ported_rows")
+CHECKS = importlib.import_module("test_asserts_and_barriers")
 
 
 def _dev(a: np.ndarray):
@@ -406,11 +409,12 @@ def test_gpu_cumprod(rng, dtype, axis):
     assert_close(out, PX.cumprod_reference(x, axis).astype(np.float64))
 
 
+@pytest.mark.parametrize("kind", ["xor", "or"])
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "int8"])
-def test_gpu_xor_sum(rng, dtype):
-    x, outs = PX.xor_case(rng, dtype)
-    gpu(PX.xor_sum_2d, (1,), x, *outs, PX.M, PX.N, BM=16, BN=32)
-    PX.assert_xor_sums(x, outs)
+def test_gpu_xor_sum_and_reduce_or(rng, dtype, kind):
+    x, outs = PX.xor_case(rng, dtype, kind)
+    gpu(PX.xor_sum_2d, (1,), x, *outs, PX.M, PX.N, BM=16, BN=32, KIND=kind)
+    PX.assert_xor_sums(x, outs, kind)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32"])
@@ -430,3 +434,55 @@ def test_gpu_join_split_interleave(rng, dtype):
     first, second, scaled = (np.zeros(n, a.dtype) for _ in range(3))
     gpu(SHAPES.pairs, (1,), a, b, joined, mixed, first, second, scaled, N=n)
     SHAPES.assert_pairs(a, b, joined, mixed, first, second, scaled)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int64", "bool"])
+@pytest.mark.parametrize("dim, descending", [(-1, False), (0, True)])
+def test_gpu_sort_and_topk(rng, dtype, dim, descending):
+    rows, cols, k = SORTING.ROWS, SORTING.COLS, 4
+    x = SORTING.sort_case(rng, (rows, cols), dtype)
+    out = np.zeros_like(x)
+    top = np.zeros((k, cols) if dim == 0 else (rows, k), x.dtype)
+    gpu(SORTING.sorted_2d, (1,), x, out, top, R=rows, C=cols, DIM=dim, DESC=descending, K=k)
+    SORTING.assert_sorted_2d(x, out, top, dim % 2, descending, k)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64"])
+@pytest.mark.parametrize("axis, m, index_dtype", [(0, ROWS.R, "int32"), (1, 2 * ROWS.C, "int64")])
+def test_gpu_gather(rng, dtype, axis, m, index_dtype):
+    src, index = ROWS.gather_case(rng, dtype, axis, m, index_dtype)
+    out = np.zeros(index.shape, src.dtype)
+    gpu(ROWS.gathered, (1,), src, index, out, R=ROWS.R, C=ROWS.C, AXIS=axis, M=m)
+    assert ROWS.same_bits(out, ROWS.gather_reference(src, index, axis))
+
+
+def test_gpu_histogram_softmax_and_keep_dims(rng):
+    n, bins = 200, 32
+    x = rng.integers(0, bins + 8, n).astype(np.int32)
+    counts, masked = np.zeros(bins, np.int32), np.zeros(bins, np.int32)
+    gpu(ROWS.counted, (1,), x, n, counts, masked, BLOCK=256, BINS=bins)
+    np.testing.assert_array_equal(counts, np.bincount(x[x < bins], minlength=bins))
+    np.testing.assert_array_equal(masked, np.bincount(x[::2][x[::2] < bins], minlength=bins))
+    v = random_array(rng, (ROWS.R, ROWS.C), "float32", -30, 30)
+    by_rows, by_cols = np.zeros_like(v), np.zeros_like(v)
+    gpu(ROWS.softmaxes, (1,), v, by_rows, by_cols, R=ROWS.R, C=ROWS.C)
+    assert_close(by_rows, ROWS.softmax_reference(v, 1))
+    assert_close(by_cols, ROWS.softmax_reference(v, 0))
+    outs = [np.zeros_like(v) for _ in range(3)] + [np.zeros(v.shape, np.int32)]
+    gpu(ROWS.kept_dims, (1,), v, *outs, R=ROWS.R, C=ROWS.C)
+    np.testing.assert_array_equal(outs[1], v - v.max(axis=0, keepdims=True))
+    np.testing.assert_array_equal(outs[3], np.broadcast_to(v.argmax(axis=1)[:, None], v.shape))
+
+
+def test_gpu_debug_barrier_assume_and_a_holding_assert(rng):
+    x = rng.standard_normal(256).astype(np.float32)
+    scratch, out = np.zeros(256, np.float32), np.zeros(256, np.float32)
+    gpu(CHECKS.reversed_through_memory, (1,), x, scratch, out, BLOCK=256)
+    np.testing.assert_array_equal(out, (x + 1.0)[::-1])
+    strided = np.zeros(64, np.float32)
+    gpu(CHECKS.promised, (1,), x, strided, 64, 2, BLOCK=64)
+    np.testing.assert_array_equal(strided, x[:128:2])
+    index = rng.integers(0, 100, 100).astype(np.int32)
+    picked = np.zeros(100, np.float32)
+    gpu(CHECKS.checked_gather, (4,), x[:100].copy(), index, picked, 100, BLOCK=32)
+    np.testing.assert_array_equal(picked, x[:100][index])

@@ -14,6 +14,7 @@ from util import (
     np_dtype,
     random_array,
     run_or_expect_unsupported,
+    same_bits,
 )
 
 import cubepy as cube
@@ -213,16 +214,6 @@ def pairs(a, b, joined, mixed, first, second, scaled, N: cube.Comptime[int]):
     cube.store(second + offs, hi)
     s0, s1 = cube.split(cube.join(x, 2))  # a scalar joins as its broadcast
     cube.store(scaled + offs, s0 * s1)
-
-
-def same_bits(got: np.ndarray, want: np.ndarray) -> bool:
-    """Bit for bit (-0.0 included), but a NaN only as a NaN: storing a float16 NaN through a
-    float32 register may change its payload (NVIDIA's Vulkan gives the canonical one)."""
-    width = np.dtype(f"uint{want.itemsize * 8}")
-    floats = want.dtype.kind == "f"
-    nan = np.isnan(want.astype(np.float64)) if floats else np.zeros(want.shape, bool)
-    return np.array_equal(got.view(width)[~nan], want.view(width)[~nan]) and \
-        bool(np.isnan(got.astype(np.float64)[nan]).all())
 
 
 def assert_pairs(a: np.ndarray, b: np.ndarray, joined: np.ndarray, mixed: np.ndarray,

@@ -1,4 +1,4 @@
-"""``cumprod`` and ``xor_sum``, as Triton's ``tl.cumprod`` and ``tl.xor_sum``: along each axis
+"""``cumprod``, ``xor_sum`` and ``reduce_or``, as Triton's: along each axis
 of 2-D tiles (the cpu target's tile form) and of 1-D ones (its lane loops), on ragged edges,
 against NumPy on every target. Small integers multiply in int32, as ``cumsum`` adds."""
 
@@ -68,47 +68,61 @@ def test_cumprod_1d(target, rng, dtype):
         assert_close(out, cumprod_reference(x, 0).astype(np_dtype(dtype)))
 
 
+@cube.func
+def bitwise_sum(v, axis, KIND: cube.Comptime[str]):
+    if KIND == "or":
+        return cube.reduce_or(v, axis)
+    return cube.xor_sum(v, axis)
+
+
 @cube.kernel
 def xor_sum_2d(x, out_rows, out_cols, out_all, M, N, BM: cube.Comptime[int],
-               BN: cube.Comptime[int]):
+               BN: cube.Comptime[int], KIND: cube.Comptime[str] = "xor"):
     rows, cols = cube.arange(0, BM)[:, None], cube.arange(0, BN)[None, :]
     mask = (rows < M) & (cols < N)
     v = cube.load(x + rows * N + cols, mask=mask, other=0)
-    cube.store(out_rows + cube.arange(0, BM), cube.xor_sum(v, axis=1),
+    cube.store(out_rows + cube.arange(0, BM), bitwise_sum(v, 1, KIND),
                mask=cube.arange(0, BM) < M)
-    cube.store(out_cols + cube.arange(0, BN), cube.xor_sum(v, axis=0),
+    cube.store(out_cols + cube.arange(0, BN), bitwise_sum(v, 0, KIND),
                mask=cube.arange(0, BN) < N)
-    cube.store(out_all, cube.xor_sum(v))
+    cube.store(out_all, bitwise_sum(v, None, KIND))
 
 
 @cube.kernel
-def xor_sum_1d(x, out, n, BLOCK: cube.Comptime[int]):
+def xor_sum_1d(x, out, n, BLOCK: cube.Comptime[int], KIND: cube.Comptime[str] = "xor"):
     offs = cube.arange(0, BLOCK)
-    cube.store(out, cube.xor_sum(cube.load(x + offs, mask=offs < n, other=0), axis=0))
+    cube.store(out, bitwise_sum(cube.load(x + offs, mask=offs < n, other=0), 0, KIND))
 
 
-def xor_case(rng: np.random.Generator, dtype: str) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Random bits of ``dtype`` in an (M, N) array, and zeroed outputs for ``xor_sum_2d``."""
+def xor_case(rng: np.random.Generator, dtype: str, kind: str = "xor"
+             ) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Random bits of ``dtype`` in an (M, N) array, and zeroed outputs for ``xor_sum_2d``.
+    For ``or``, sparse bits (each set with probability 1/16), so that not every or is -1."""
     info = np.iinfo(np_dtype(dtype))
     x = rng.integers(info.min, info.max, (M, N), dtype=np_dtype(dtype), endpoint=True)
+    if kind == "or":
+        for _ in range(3):
+            x &= rng.integers(info.min, info.max, (M, N), dtype=np_dtype(dtype), endpoint=True)
     return x, [np.zeros(M, x.dtype), np.zeros(N, x.dtype), np.zeros(1, x.dtype)]
 
 
-def assert_xor_sums(x: np.ndarray, outs: list[np.ndarray]) -> None:
+def assert_xor_sums(x: np.ndarray, outs: list[np.ndarray], kind: str = "xor") -> None:
     """Outputs along axis 1, axis 0 and all axes (``xor_sum_2d``'s, or more of the last)."""
+    reduce = np.bitwise_or.reduce if kind == "or" else np.bitwise_xor.reduce
     for got, axis in zip(outs, [1, 0, None, None]):
-        want = np.atleast_1d(np.bitwise_xor.reduce(x, axis=axis))
+        want = np.atleast_1d(reduce(x, axis=axis))
         np.testing.assert_array_equal(got.reshape(-1), want)
 
 
+@pytest.mark.parametrize("kind", ["xor", "or"])
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "int8", "uint8", "int16"])
-def test_xor_sum(target, rng, dtype):
-    x, outs = xor_case(rng, dtype)
+def test_xor_sum_and_reduce_or(target, rng, dtype, kind):
+    x, outs = xor_case(rng, dtype, kind)
     flat = np.zeros(1, x.dtype)
     if run_or_expect_unsupported(target, [dtype], lambda: xor_sum_2d[(1,)](
-            x, *outs, M, N, BM=16, BN=32, target=target)):
-        xor_sum_1d[(1,)](x.ravel(), flat, x.size, BLOCK=512, target=target)
-        assert_xor_sums(x, [*outs, flat])
+            x, *outs, M, N, BM=16, BN=32, KIND=kind, target=target)):
+        xor_sum_1d[(1,)](x.ravel(), flat, x.size, BLOCK=512, KIND=kind, target=target)
+        assert_xor_sums(x, [*outs, flat], kind)
 
 
 @cube.kernel

@@ -18,6 +18,7 @@ from ..base import constant_value, holds_half_value, shift_in_range
 from ..pyemit import PyEmitter
 from .affine import AffineAnalysis, row_access
 from .dots import DotAccumulation
+from .lines import LineOps
 from .registers import HALF, literal, reg
 from .spelled import SpelledOut
 from .uses import is_zero, needed_values, single_uses
@@ -44,7 +45,7 @@ def _narrow_int(dtype: dt.DType) -> bool:
     return dtype.is_int and dtype.bits < 64
 
 
-class CpuEmitter(SpelledOut, DotAccumulation, PyEmitter):
+class CpuEmitter(SpelledOut, DotAccumulation, LineOps, PyEmitter):
     """Renders one kernel as ``<name>_grid(start, stop, g0, g1, g2, *args)``: cubes
     ``start..stop-1`` of a ``g0 x g1 x g2`` grid, one after the other.
 
@@ -231,11 +232,22 @@ class CpuEmitter(SpelledOut, DotAccumulation, PyEmitter):
                       f"{self.n(op.operands[0])}, {tuple(op.attrs['dims'])}))")
         elif kind in (Op.REDUCE, Op.ARGREDUCE, Op.SCAN):
             self.reduction(op)
+        elif kind is Op.GATHER:
+            self.gather(op)
+        elif kind in (Op.REDUCE_FN, Op.SCAN_FN):
+            self.combined(op)
+        elif kind is Op.SORT:
+            self.sort(op)
         elif kind is Op.DOT:
             self.dot(op)
         elif kind is Op.PRINT:
             values = ", ".join(self.n(v) for v in op.operands)
             self.line(f"print({op.attrs['prefix']!r}{', ' if values else ''}{values})")
+        elif kind is Op.ASSERT:
+            self.device_assert(op)
+        elif kind in (Op.BARRIER, Op.ASSUME):
+            # one thread runs a cube, so its accesses are in order already
+            self.line(f"pass  # {kind.value}")
         else:  # pragma: no cover - the verifier rejects anything else
             raise NotImplementedError(f"cpu backend: {kind.value}")
 

@@ -210,6 +210,33 @@ def rxor(x):
     return out
 
 
+def ror(x):
+    out = np.zeros(x.shape[0], x.dtype)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            out[i] |= x[i, j]
+    return out
+
+
+def rgather(src, index):
+    out = np.empty(index.shape, src.dtype)
+    for i in range(index.shape[0]):
+        for j in range(index.shape[1]):
+            for k in range(index.shape[2]):
+                out[i, j, k] = src[i, index[i, j, k], k]
+    return out
+
+
+def rsort(x, descending):
+    out = np.empty_like(x)
+    n = x.shape[1]
+    for i in range(x.shape[0]):
+        row = np.sort(x[i])
+        for j in range(n):
+            out[i, j] = row[n - 1 - j] if descending else row[j]
+    return out
+
+
 def dot_int(a, b, acc):
     out = acc.copy()
     for i in range(a.shape[0]):

@@ -422,8 +422,8 @@ class LoopEmitter(CpuEmitter):
             sign = "*" if op.attrs["kind"] == "cumprod" else "+"
             self.line(f"{acc}_run = {reg(reduce_dtype(x.type.dtype))}({acc}_run {sign} {value})")
             self.line(f"{self.n(op.result)} = {reg(op.result.type.dtype)}({acc}_run)")
-        elif op.attrs["kind"] in ("sum", "xor"):
-            sign = "+" if op.attrs["kind"] == "sum" else "^"
+        elif op.attrs["kind"] in ("sum", "xor", "or"):
+            sign = {"sum": "+", "xor": "^", "or": "|"}[op.attrs["kind"]]
             self.line(f"{acc} = {reg(op.result.type.dtype)}({acc} {sign} {value})")
         else:
             self._chunk_step(op, value, acc)

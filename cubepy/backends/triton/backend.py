@@ -249,7 +249,12 @@ class TritonKernel:
         with interpret_mode(self.interpret):
             launch_args = prepare_launch_args(named, interpreter=self.interpret)
             jit_fn = self.jit_fn if self.interpret else self._jit_for(list(launch_args.values()))
-            jit_fn[grid](*launch_args.values(), **options)
+            try:
+                jit_fn[grid](*launch_args.values(), **options)
+            except Exception as err:  # the interpreter wraps a failed device_assert
+                if self.interpret and isinstance(err.__cause__, AssertionError):
+                    raise err.__cause__ from None
+                raise
 
 
     def trusted_launcher(self, args: list[Any]) -> Callable[[tuple[int, int, int], list[Any]],

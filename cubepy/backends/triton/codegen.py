@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 
 from ...ir import Function, Op, Operation, Value, walk
 from ...ir import dtypes as dt
-from ...ir.rules import reduce_dtype
-from ..base import holds_half_value, shift_in_range
+from ..base import assert_message, holds_half_value, shift_in_range
 from ..pyemit import PyEmitter
 from .arith import HALF, ArithMixin
 from .bf16 import as_int16, round_bf16
 from .descriptors import BlockCopyEmitter
 from .prelude import ATOMICS, CONSTANTS, FLOAT_ATOMICS, HELPERS, with_needs
+from .reductions import ReductionEmitter
 
 PY_BINARY = {
     Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/", Op.AND: "&", Op.OR: "|", Op.XOR: "^",
@@ -100,7 +100,7 @@ def _zero_const(value: Value) -> bool:
             and math.copysign(1.0, owner.attrs["value"]) > 0)
 
 
-class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
+class TritonEmitter(ArithMixin, BlockCopyEmitter, ReductionEmitter, PyEmitter):
     """Renders one kernel as a ``@triton.jit`` function (see the module docstring)."""
 
     def __init__(self, fn: Function, interpret: bool, allow_tf32: bool = False,
@@ -111,6 +111,7 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
         self.descriptors: dict[tuple, str] = {}
         self.allow_tf32 = allow_tf32
         self.helpers: set[str] = set()
+        self.combine_functions: list[str] = []  # the source of reduce/scan combine functions
         self.constants: set[str] = set()
         self.libdevice = False
         self.used |= RESERVED
@@ -211,6 +212,8 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             head += [""] + [CONSTANTS[c] for c in sorted(constants)]
         for helper in sorted(helpers):
             head += ["", HELPERS[helper].rstrip("\n")]
+        for text in self.combine_functions:
+            head += ["", text]
         head += ["", "", "@triton.jit", f"def {name}({', '.join(params)}):"]
         signature = {param: signature_type(value.type.dtype, value.type.is_ptr)
                      for value, param in zip(fn.args, self.params)}
@@ -321,6 +324,14 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             self.layout(op)
         elif kind in (Op.REDUCE, Op.ARGREDUCE, Op.SCAN):
             self.reduction(op)
+        elif kind in (Op.REDUCE_FN, Op.SCAN_FN):
+            self.combined(op)
+        elif kind is Op.GATHER:
+            src, index = op.operands
+            self.assign(op, f"tl.gather({self.n(src)}, {self.n(index)}, {op.attrs['axis']})")
+        elif kind is Op.SORT:
+            self.assign(op, f"tl.sort({self.n(op.operands[0])}, "
+                            f"descending={op.attrs['descending']})")
         elif kind is Op.DOT:
             self.dot(op)
         elif kind is Op.HINT:
@@ -329,6 +340,19 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
         elif kind is Op.PRINT:
             values = "".join(f", {self.n(v)}" for v in op.operands)
             self.line(f"tl.device_print({op.attrs['prefix']!r}{values})")
+        elif kind is Op.ASSERT:
+            mask = self.n(op.operands[1]) if len(op.operands) > 1 else "None"
+            message = assert_message(op)
+            if self.interpret:  # its device_assert checks only in a debug mode it cannot enter
+                self.helpers.add("_interpreter_assert")
+                self.line(f"_interpreter_assert({self.n(op.operands[0])}, {mask}, {message!r})")
+            else:
+                self.line(f"tl.device_assert({self.n(op.operands[0])}, {message!r}, "
+                          f"mask={mask})")
+        elif kind is Op.BARRIER:
+            self.line("tl.debug_barrier()")
+        elif kind is Op.ASSUME:
+            self.line(f"tl.assume({self.n(op.operands[0])})")
         else:  # pragma: no cover - the verifier rejects anything else
             raise NotImplementedError(f"triton backend: {kind.value}")
 
@@ -440,31 +464,6 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, PyEmitter):
             self.assign(op, f"tl.trans({self.n(x)})")
         else:
             self.assign(op, f"tl.permute({self.n(x)}, {tuple(op.attrs['dims'])})")
-
-    def reduction(self, op: Operation) -> None:
-        (x,) = op.operands
-        kind, axis = op.attrs["kind"], op.attrs["axis"]
-        src, res = self.reg(x.type.dtype), self.reg(op.result.type.dtype)
-        if kind == "xor":
-            self.assign(op, f"tl.xor_sum({self.n(x)}, axis={axis})")
-        elif kind in ("sum", "cumsum", "cumprod"):
-            acc = dt.float32 if src.name in HALF else reduce_dtype(src)
-            call = {"sum": "tl.sum", "cumsum": "tl.cumsum", "cumprod": "tl.cumprod"}[kind]
-            expr = f"{call}({self.to(self.n(x), src, acc)}, axis={axis})"
-            self.assign(op, self.to(expr, acc, res))
-        elif src.is_bool:  # max/min/argmax/argmin of bool: on int8
-            expr = f"tl.{kind}({self.to(self.n(x), src, dt.int8)}, axis={axis})"
-            self.assign(op, expr if op.op is Op.ARGREDUCE else f"{expr} != 0")
-        elif src.is_float:  # NaN wins, and argmax/argmin find the first one, as NumPy's
-            self.helpers.add(f"_{kind}_nan")
-            shape = x.type.shape  # argmax: each element's index along the axis goes along
-            ones = tuple(n if d == axis else 1 for d, n in enumerate(shape))
-            index = f"tl.broadcast_to(tl.reshape(tl.arange(0, {shape[axis]}), {ones}), {shape})"
-            operands = self.n(x) if op.op is Op.REDUCE else f"({self.n(x)}, {index})"
-            picked = "" if op.op is Op.REDUCE else "[1]"
-            self.assign(op, f"tl.reduce({operands}, {axis}, _{kind}_nan){picked}")
-        else:  # argmax/argmin break ties to the left: the first occurrence, as NumPy's
-            self.assign(op, f"tl.{kind}({self.n(x)}, axis={axis})")
 
     def dot(self, op: Operation) -> None:
         a, b, acc = op.operands

@@ -261,6 +261,24 @@ def _shr(a, k, BITS: tl.constexpr):
     # tl.argmax and friends compare with maxnum (NaN loses) and `>`. One tl.reduce with these
     # combines costs what tl.max does on a GPU (max.NaN is one instruction); the interpreter
     # runs them through NumPy (backend._fast_interpreter_nan_reductions).
+    "_or": '''
+@triton.jit
+def _or(a, b):
+    return a | b
+''',
+    # Plain Python, not @triton.jit: the interpreter runs a kernel as Python, so this sees the
+    # lanes' values (arrays of its handles) and can stop the launch
+    "_interpreter_assert": '''
+def _interpreter_assert(cond, mask, message):
+    import numpy
+
+    def lanes(value):
+        return numpy.asarray(value.handle.data if hasattr(value, "handle") else value)
+
+    held = lanes(cond) if mask is None else lanes(cond) | ~lanes(mask).astype(bool)
+    if not held.all():
+        raise AssertionError(message)
+''',
     "_max_nan": '''
 @triton.jit
 def _max_nan(a, b):

@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import LaunchError, UnshownPrintWarning, format_message, user_stacklevel
+from ...errors import (
+    LaunchError,
+    UncheckedAssertWarning,
+    UnshownPrintWarning,
+    format_message,
+    user_stacklevel,
+)
 from ...ir import Function, Op, walk
 from ..base import TargetInfo, check_supported
 from ..blocks import drop_gpu_only_ops
@@ -294,19 +300,27 @@ class WgslBackend:
 
     def compile(self, fn: Function, options: dict[str, Any]) -> WgslKernel:
         check_supported(fn, self.info())
-        _warn_of_prints(fn)
+        _warn_of_dropped_ops(fn)
         return WgslKernel(drop_gpu_only_ops(fn), self, options)
 
 
-def _warn_of_prints(fn: Function) -> None:
-    """WGSL has no printf: a kernel's device_print is dropped, saying so once per kernel."""
-    prints = [op for op in walk(fn.body) if op.op is Op.PRINT]
-    if prints:
-        message = format_message(
-            "cube.device_print is not shown on target 'wgsl' (WebGPU has no printf); the "
-            "kernel runs without it", prints[0].loc,
-            "run the kernel with target='cpu:debug' (or 'cpu', 'triton') to see the values")
-        warnings.warn(message, UnshownPrintWarning, stacklevel=user_stacklevel())
+# ops WGSL drops, each said once per kernel: (what, why, where to run instead, warning)
+_DROPPED = {
+    Op.PRINT: ("cube.device_print is not shown", "WebGPU has no printf",
+               "target='cpu:debug' (or 'cpu', 'triton') to see the values",
+               UnshownPrintWarning),
+    Op.ASSERT: ("cube.device_assert is not checked", "a WebGPU kernel cannot stop its launch",
+                "target='cpu' or 'cpu:debug' to check it", UncheckedAssertWarning),
+}
+
+
+def _warn_of_dropped_ops(fn: Function) -> None:
+    for kind, (what, why, instead, category) in _DROPPED.items():
+        first = next((op for op in walk(fn.body) if op.op is kind), None)
+        if first is not None:
+            message = format_message(f"{what} on target 'wgsl' ({why}); the kernel runs "
+                                     "without it", first.loc, f"run the kernel with {instead}")
+            warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
 def make_backend() -> WgslBackend:

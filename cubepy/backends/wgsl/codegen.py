@@ -21,6 +21,7 @@ from .codegen_dot import WEBGPU_MIN_WORKGROUP_BYTES, DotMixin
 from .codegen_memory import MemoryMixin
 from .codegen_ops import OpsMixin
 from .codegen_reduce import ReduceMixin
+from .codegen_rows import RowsMixin
 from .codegen_tiles import Priv, SharedPool, TileMixin
 from .lower_layout import Layouts, buffer_uses
 from .uniforms import GRID_FIELDS, cube_pos_wgsl, uniform_struct_wgsl
@@ -48,7 +49,7 @@ class Generated:
     workgroup_size: int
 
 
-class WgslEmitter(TileMixin, OpsMixin, MemoryMixin, ReduceMixin, DotMixin):
+class WgslEmitter(TileMixin, OpsMixin, MemoryMixin, ReduceMixin, RowsMixin, DotMixin):
     def __init__(self, fn: Function, w: int, target: Target, all_read_write: bool = False):
         self.fn = fn
         self.w = w
@@ -153,6 +154,12 @@ class WgslEmitter(TileMixin, OpsMixin, MemoryMixin, ReduceMixin, DotMixin):
             self.reduce(op)
         elif kind is Op.SCAN:
             self.scan(op)
+        elif kind is Op.SORT:
+            self.sort(op)
+        elif kind is Op.GATHER:
+            self.gather(op)
+        elif kind in (Op.REDUCE_FN, Op.SCAN_FN):
+            self.combined(op)
         elif kind is Op.DOT:
             self.dot(op)
         elif kind is Op.FOR:
@@ -163,6 +170,14 @@ class WgslEmitter(TileMixin, OpsMixin, MemoryMixin, ReduceMixin, DotMixin):
             self.emit_if(op)
         elif kind is Op.PRINT:
             self.line(f"// device_print({op.attrs['prefix']!r}) is not shown on target 'wgsl'")
+        elif kind is Op.ASSERT:
+            self.line(f"// device_assert({op.attrs['message']!r}) is not checked on target "
+                      "'wgsl'")
+        elif kind is Op.ASSUME:
+            self.line("// assume(...): a promise for Triton's compiler")
+        elif kind is Op.BARRIER:
+            self.line("storageBarrier();")  # the stores to arrays, then everything else
+            self.barrier()
         else:  # pragma: no cover - the verifier rejects anything else
             raise NotImplementedError(f"wgsl backend: {kind.value}")
 

@@ -31,8 +31,8 @@ class ReduceMixin:
         """The expression folding value ``b`` into accumulator ``a``."""
         if kind == "sum":
             return f"{a} + {b}"
-        if kind == "xor":
-            return f"{a} ^ {b}"
+        if kind in ("xor", "or"):
+            return f"{a} {'^' if kind == 'xor' else '|'} {b}"
         cmp = ">" if kind == "max" else "<"
         if dtype.is_bool:
             return f"({a} {'|' if kind == 'max' else '&'} {b})"
@@ -59,7 +59,7 @@ class ReduceMixin:
         return f"select({v} {cmp} {best} || {v_nan}{earlier}, {nan_earlier}, {best_nan})"
 
     def _identity(self, kind: str, dtype: dt.DType) -> str:
-        if kind in ("sum", "xor"):
+        if kind in ("sum", "xor", "or"):
             return ty.literal(0, dtype)
         return ty.lowest(dtype) if kind in ("max", "argmax") else ty.highest(dtype)
 
@@ -78,8 +78,10 @@ class ReduceMixin:
         items = n_out * per
         scalar_result = not op.result.type.shape
         combine_threads = per > 1 or scalar_result
-        # (an xor of subgroups is a tree through workgroup memory: subgroupXor is newer)
-        sg = self.target.subgroup if t in SUBGROUP_TYPES and kind != "xor" else None
+        # (an xor or or of subgroups is a tree through workgroup memory: subgroupXor and
+        # subgroupOr are newer)
+        sg = self.target.subgroup if t in SUBGROUP_TYPES and kind not in ("xor", "or") \
+            else None
         # One element per invocation along the last axis, or a whole 1-D tile over all the
         # invocations: each reads the elements it owns (slot j is element lid + j*W).
         owned = axis == len(shape) - 1 and per == r_len and combine_threads and items <= w

@@ -25,7 +25,7 @@ from ...ir import Block, Function, Op, Operation, Value, walk
 from ...ir.ops import ELEMENTWISE
 
 MATERIALIZED = frozenset({Op.LOAD, Op.ATOMIC, Op.ATOMIC_CAS, Op.REDUCE, Op.ARGREDUCE, Op.SCAN,
-                          Op.DOT})
+                          Op.SORT, Op.GATHER, Op.REDUCE_FN, Op.SCAN_FN, Op.DOT})
 MAX_BLOCK = 64  # registers of a dot's accumulator block per invocation
 
 
@@ -195,8 +195,10 @@ class Layouts:
                 self.of[op.result.id] = blocked_for(m, n, self.w, vec4)
             elif op.op in (Op.LOAD, Op.ATOMIC, Op.ATOMIC_CAS) and op.result.type.shape:
                 self.of[op.result.id] = self._load_layout(op.result)
-            elif op.op in MATERIALIZED and op.results and op.result.type.shape:
-                self.of[op.result.id] = self.std(numel(op.result))
+            elif op.op in MATERIALIZED:
+                for result in op.results:
+                    if result.type.shape:
+                        self.of[result.id] = self.std(numel(result))
             elif op.op in (Op.FOR, Op.WHILE, Op.IF):
                 self._assign_carried(op)
 
