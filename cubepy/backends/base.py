@@ -53,6 +53,13 @@ def check_supported(fn: Function, info: TargetInfo) -> None:
         for value in [*op.results, *op.operands]:
             if value.type.dtype.name not in info.dtypes:
                 _refuse(info, value.type.dtype.name, op.loc or fn.loc, "this expression")
+        if op.attrs.get("rounding") and "correct_rounding" not in info.features:
+            what = "division (cube.div_rn, cube.fdiv(..., ieee_rounding=True))" \
+                if op.op is Op.DIV else "square root (cube.sqrt_rn)"
+            raise UnsupportedError(
+                f"target '{info.name}' does not promise a correctly rounded {what}", op.loc,
+                "use `/` or cube.sqrt there (WGSL's are within 2.5 ulp), or run on 'cpu' or "
+                "'triton'")
         if op.op.value in ("atomic", "atomic_cas"):
             dtype = op.operands[0].type.dtype.name
             if dtype not in info.atomic_dtypes:

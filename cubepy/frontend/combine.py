@@ -18,8 +18,9 @@ from ..ir.ops import SIDE_EFFECTS
 from ..ir.rules import RuleError
 from ..lang import builtins as B
 from . import control
-from .builtins import _kept_dims, _tile, lowering
+from .builtins import _tile, lowering
 from .pycalls import describe
+from .reductions import _kept_dims
 from .semantics import is_value, materialize, plain_int
 
 # what a combine function may not do: it runs any number of times, in any grouping

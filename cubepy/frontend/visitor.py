@@ -19,7 +19,9 @@ from . import (  # noqa: F401 - they register builtins' lowerings
     combine,
     control,
     ported,
+    precise,
     random,
+    reductions,
     sorting,
 )
 from .builtins import call_builtin

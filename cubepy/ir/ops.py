@@ -22,7 +22,7 @@ class Op(enum.Enum):
     ADD = "add"
     SUB = "sub"
     MUL = "mul"
-    DIV = "div"                # true division, floating operands
+    DIV = "div"                # true division, floating operands; attrs rounding="rn": exact
     FLOORDIV = "floordiv"      # integers: Python floor semantics
     MOD = "mod"                # integers: Python floor semantics; floats: fmod with sign of b
     POW = "pow"
@@ -48,7 +48,7 @@ class Op(enum.Enum):
     EXP2 = "exp2"
     LOG = "log"
     LOG2 = "log2"
-    SQRT = "sqrt"
+    SQRT = "sqrt"              # attrs rounding="rn": correctly rounded, as DIV's
     RSQRT = "rsqrt"
     SIN = "sin"
     COS = "cos"

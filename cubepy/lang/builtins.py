@@ -402,33 +402,42 @@ def broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 @_builtin
-def sum(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Sum along ``axis`` (all axes when None); ``keep_dims`` keeps the reduced axes as 1s."""
+def sum(x: Any, axis: int | None = None, keep_dims: bool = False,  # noqa: A001
+        dtype: Any = None) -> Any:
+    """Sum along ``axis`` (all axes when None); ``keep_dims`` keeps the reduced axes as 1s;
+    given ``dtype``, ``x`` is cast to it first and the sum is of that dtype (Triton's)."""
 
 
 @_builtin
-def max(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Maximum along ``axis`` (all axes when None)."""
+def max(x: Any, axis: int | None = None, return_indices: bool = False,  # noqa: A001
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+    """Maximum along ``axis`` (all axes when None); with ``return_indices``, the pair of it and
+    the index of its first occurrence (``argmax``), as Triton's."""
 
 
 @_builtin
-def min(x: Any, axis: int | None = None, keep_dims: bool = False) -> Any:  # noqa: A001
-    """Minimum along ``axis`` (all axes when None)."""
+def min(x: Any, axis: int | None = None, return_indices: bool = False,  # noqa: A001
+        return_indices_tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+    """Minimum along ``axis`` (all axes when None); with ``return_indices``, the pair of it and
+    the index of its first occurrence (``argmin``), as Triton's."""
 
 
 @_builtin
-def argmax(x: Any, axis: int, keep_dims: bool = False) -> Any:
-    """Index of the first maximum along ``axis`` (int32)."""
+def argmax(x: Any, axis: int, tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+    """Index of the first maximum along ``axis`` (int32; the first even when
+    ``tie_break_left`` is False, which allows any)."""
 
 
 @_builtin
-def argmin(x: Any, axis: int, keep_dims: bool = False) -> Any:
-    """Index of the first minimum along ``axis`` (int32)."""
+def argmin(x: Any, axis: int, tie_break_left: bool = True, keep_dims: bool = False) -> Any:
+    """Index of the first minimum along ``axis`` (int32; the first even when
+    ``tie_break_left`` is False, which allows any)."""
 
 
 @_builtin
-def cumsum(x: Any, axis: int = 0) -> Any:
-    """Inclusive cumulative sum along ``axis``."""
+def cumsum(x: Any, axis: int = 0, reverse: bool = False, dtype: Any = None) -> Any:
+    """Inclusive cumulative sum along ``axis`` (from its end when ``reverse``; of ``dtype``,
+    ``x`` cast to it first, when given)."""
 
 
 @_builtin
@@ -462,6 +471,8 @@ from .ported import (  # noqa: E402, F401
     cumprod,
     debug_barrier,
     device_assert,
+    div_rn,
+    fdiv,
     flip,
     gather,
     histogram,
@@ -473,6 +484,7 @@ from .ported import (  # noqa: E402, F401
     softmax,
     sort,
     split,
+    sqrt_rn,
     squeeze,
     static_print,
     swizzle2d,

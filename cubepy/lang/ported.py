@@ -127,8 +127,9 @@ def atomic_xor(pointer: Any, value: Any, mask: Any = None, sem: str = "acq_rel")
 
 
 @_builtin
-def cumprod(x: Any, axis: int = 0) -> Any:
-    """Inclusive cumulative product along ``axis`` (small integers in int32, as ``cumsum``).
+def cumprod(x: Any, axis: int = 0, reverse: bool = False, dtype: Any = None) -> Any:
+    """Inclusive cumulative product along ``axis`` (small integers in int32, as ``cumsum``;
+    ``reverse`` and ``dtype`` as ``cumsum``'s).
 
     Example:
         >>> survival = cube.cumprod(1.0 - hazard, axis=1)  # doctest: +SKIP
@@ -298,4 +299,34 @@ def associative_scan(input: Any, axis: int, combine_fn: Any, reverse: bool = Fal
 
     Example:
         >>> running_max = cube.associative_scan(x, 0, larger)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def div_rn(x: Any, y: Any) -> Any:
+    """``x / y`` rounded correctly (to nearest even) in the floats' dtype, as Triton's
+    ``tl.div_rn``; plain ``/`` may be off by up to 2.5 ulp on a GPU. Not on wgsl (an error
+    says so): WGSL promises no correctly rounded division.
+
+    Example:
+        >>> q = cube.div_rn(num, den)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def sqrt_rn(x: Any) -> Any:
+    """The square root rounded correctly, as Triton's ``tl.sqrt_rn``; not on wgsl.
+
+    Example:
+        >>> r = cube.sqrt_rn(var)  # doctest: +SKIP
+    """
+
+
+@_builtin
+def fdiv(x: Any, y: Any, ieee_rounding: bool = False, approx: bool = False) -> Any:
+    """``x / y``; rounded correctly with ``ieee_rounding`` (``div_rn``). ``approx`` allows
+    an approximate quotient, which ``/`` already is. As Triton's ``tl.fdiv``.
+
+    Example:
+        >>> p = cube.fdiv(e, total, ieee_rounding=True)  # doctest: +SKIP
     """

@@ -41,6 +41,7 @@ SHAPES = importlib.import_module("test_ported_shapes")
 SORTING = importlib.import_module("test_sorting")
 ROWS = importlib.import_module("test_ported_rows")
 CHECKS = importlib.import_module("test_asserts_and_barriers")
+RD = importlib.import_module("test_rounded_division")
 
 
 def _dev(a: np.ndarray):
@@ -486,3 +487,34 @@ def test_gpu_debug_barrier_assume_and_a_holding_assert(rng):
     picked = np.zeros(100, np.float32)
     gpu(CHECKS.checked_gather, (4,), x[:100].copy(), index, picked, 100, BLOCK=32)
     np.testing.assert_array_equal(picked, x[:100][index])
+
+
+def test_gpu_reduction_options_and_scans_of_moved_tiles(rng):
+    r, c = ROWS.R, ROWS.C
+    x = random_array(rng, (r, c), "int32", -60, 60)
+    x[:, 3] = x[:, 11] = 60
+    peak, peak_at = np.zeros(r, np.int32), np.zeros(r, np.int32)
+    low_at, back_sums = np.zeros((r, c), np.int32), np.zeros((r, c), np.int32)
+    wide, back_products = np.zeros(r, np.int64), np.zeros((r, c), np.int64)
+    gpu(ROWS.triton_reduction_options, (1,), x, peak, peak_at, low_at, wide, back_sums,
+        back_products, R=r, C=c)
+    np.testing.assert_array_equal(peak_at, np.full(r, 3))
+    np.testing.assert_array_equal(low_at, np.broadcast_to(x.argmin(axis=0), (r, c)))
+    np.testing.assert_array_equal(back_sums, np.cumsum(x[:, ::-1], axis=1)[:, ::-1])
+    of_flipped, of_transposed = np.zeros_like(x), np.zeros((c, r), np.int32)
+    gpu(ROWS.scans_of_moved_tiles, (1,), x, of_flipped, of_transposed, R=r, C=c)
+    np.testing.assert_array_equal(of_flipped, np.cumsum(x[:, ::-1], axis=1))
+    np.testing.assert_array_equal(of_transposed, np.cumsum(x.T, axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_gpu_div_rn_and_sqrt_rn(rng, dtype):
+    x, y = RD.rounding_case(rng, dtype)
+    outs = [np.zeros(RD.N, x.dtype) for _ in range(3)]
+    gpu(RD.rounded, (4,), x, y, *outs, RD.N, BLOCK=256)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        quotient = (x.astype(np.float64) / y.astype(np.float64)).astype(x.dtype) \
+            if dtype == "float16" else x / y
+        root = np.sqrt(np.abs(x))
+    assert RD.same_bits(outs[0], quotient) and RD.same_bits(outs[2], quotient)
+    assert RD.same_bits(outs[1], root)

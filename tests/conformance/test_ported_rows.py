@@ -211,3 +211,58 @@ def test_wrong_uses_point_at_the_line(kernel, message):
             gather_of_other_shapes: (x,), keep_dims_at_run_time: (x, x, 1)}.get(kernel, (x, out))
     assert_points_at_the_line(lambda: kernel[(1,)](*args, target="cpu:debug"), message,
                               "test_ported_rows.py")
+
+
+@cube.kernel
+def triton_reduction_options(x, peak, peak_at, low_at, wide_sum, back_sums, back_products,
+                             R: cube.Comptime[int], C: cube.Comptime[int]):
+    offs = cube.arange(0, R)[:, None] * C + cube.arange(0, C)[None, :]
+    v = cube.load(x + offs)
+    value, at = cube.max(v, axis=1, return_indices=True, return_indices_tie_break_left=False)
+    cube.store(peak + cube.arange(0, R), value)
+    cube.store(peak_at + cube.arange(0, R), at)
+    _, lowest = cube.min(v, 0, return_indices=True, keep_dims=True)
+    cube.static_assert(lowest.shape == (1, C))
+    cube.store(low_at + offs, lowest + offs * 0)
+    cube.store(wide_sum + cube.arange(0, R), cube.sum(v * 30000000, 1, dtype=cube.int64))
+    cube.store(back_sums + offs, cube.cumsum(v, 1, reverse=True))
+    cube.store(back_products + offs, cube.cumprod(v % 3 + 1, 0, reverse=True, dtype=cube.int64))
+
+
+def test_reduction_options_of_triton(target, rng):
+    x = random_array(rng, (R, C), "int32", -60, 60)
+    x[:, 3] = x[:, 11] = 60  # a tie for the max (the others are below 60): the first
+    peak, peak_at = np.zeros(R, np.int32), np.zeros(R, np.int32)
+    low_at, back_sums = np.zeros((R, C), np.int32), np.zeros((R, C), np.int32)
+    wide, back_products = np.zeros(R, np.int64), np.zeros((R, C), np.int64)
+    triton_reduction_options[(1,)](x, peak, peak_at, low_at, wide, back_sums, back_products,
+                                   R=R, C=C, target=target)
+    np.testing.assert_array_equal(peak, x.max(axis=1))
+    np.testing.assert_array_equal(peak_at, np.full(R, 3))
+    np.testing.assert_array_equal(low_at, np.broadcast_to(x.argmin(axis=0), (R, C)))
+    # int32 values near 2^31 whose sums would wrap in int32: cast first, summed in int64
+    np.testing.assert_array_equal(wide, (x.astype(np.int64) * 30000000).sum(axis=1))
+    np.testing.assert_array_equal(back_sums, np.cumsum(x[:, ::-1], axis=1)[:, ::-1])
+    factors = (x % 3 + 1).astype(np.int64)
+    np.testing.assert_array_equal(back_products, np.cumprod(factors[::-1], axis=0)[::-1])
+
+
+@cube.kernel
+def scans_of_moved_tiles(x, of_flipped, of_transposed, R: cube.Comptime[int],
+                         C: cube.Comptime[int]):
+    offs = cube.arange(0, R)[:, None] * C + cube.arange(0, C)[None, :]
+    v = cube.load(x + offs)
+    cube.store(of_flipped + offs, cube.cumsum(cube.flip(v, 1), 1))
+    t_offs = cube.arange(0, C)[:, None] * R + cube.arange(0, R)[None, :]
+    cube.store(of_transposed + t_offs, cube.cumsum(cube.trans(v), 1))
+
+
+@pytest.mark.parametrize("rows, cols", [(8, 16), (16, 64)])
+def test_scan_along_rows_of_a_moved_tile(target, rng, rows, cols):
+    # wgsl stages such a tile in workgroup memory; its row scan reused that memory for the
+    # subgroups' totals while other invocations still read it (every slot is read first now)
+    x = random_array(rng, (rows, cols), "int32", -60, 60)
+    of_flipped, of_transposed = np.zeros_like(x), np.zeros((cols, rows), np.int32)
+    scans_of_moved_tiles[(1,)](x, of_flipped, of_transposed, R=rows, C=cols, target=target)
+    np.testing.assert_array_equal(of_flipped, np.cumsum(x[:, ::-1], axis=1))
+    np.testing.assert_array_equal(of_transposed, np.cumsum(x.T, axis=1))

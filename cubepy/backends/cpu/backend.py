@@ -33,7 +33,7 @@ VERSION = "1"  # bump when generated code changes meaning, to orphan old cache f
 INFO = TargetInfo(
     name="cpu",
     dtypes=frozenset(d.name for d in dt.ALL),
-    features=frozenset({"atomics", "dot", "f64", "i64"}),
+    features=frozenset({"atomics", "dot", "f64", "i64", "correct_rounding"}),
     device="host CPU",
     atomic_dtypes=frozenset({"int32", "int64", "uint32", "float32", "float64"}),
 )

@@ -176,6 +176,8 @@ class CpuEmitter(SpelledOut, DotAccumulation, LineOps, PyEmitter):
             x = op.operands[0]
             fn = "np.logical_not" if x.type.dtype.is_bool else "np.invert"
             self.set(op, f"{fn}({self.n(x)})")
+        elif kind is Op.SQRT and op.attrs.get("rounding") == "rn":
+            self.set(op, f"sqrt_rn({self.n(op.operands[0])})")
         elif kind in NUMPY_UNARY:
             self.set(op, f"{NUMPY_UNARY[kind]}({self.n(op.operands[0])})")
         elif kind is Op.RSQRT:
@@ -253,6 +255,9 @@ class CpuEmitter(SpelledOut, DotAccumulation, LineOps, PyEmitter):
 
     def binary(self, op: Operation) -> None:
         a, b = op.operands
+        if op.attrs.get("rounding") == "rn":  # a helper compiled without fast-math
+            self.set(op, f"div_rn({self.n(a)}, {self.n(b)})")
+            return
         sym = BINARY_PY[op.op]
         if op.op in (Op.SHL, Op.SHR) and not shift_in_range(op):
             self.set(op, self._guarded_shift(op))

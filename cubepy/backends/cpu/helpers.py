@@ -210,6 +210,15 @@ def rxor(x):
     return out
 
 
+def div_rn(a, b):
+    # compiled without fast-math (namespace.IEEE): LLVM may not divide through a reciprocal
+    return a / b
+
+
+def sqrt_rn(x):
+    return np.sqrt(x)
+
+
 def ror(x):
     out = np.zeros(x.shape[0], x.dtype)
     for i in range(x.shape[0]):

@@ -80,7 +80,7 @@ def loop_width(fn: Function) -> int | None:
         tile = _is_tile_op(op)
         if op.op in CONTROL or op.op is Op.YIELD or op.op in SCALAR_ONLY and not tile:
             pass
-        elif op.op not in LANE_OPS:
+        elif op.op not in LANE_OPS or op.attrs.get("rounding"):  # lanes: fast-math
             return None
         if tile and op.op not in CONTROL and op.op is not Op.YIELD:
             shapes.update(v.type.shape for v in (*op.results, *op.operands)

@@ -20,6 +20,7 @@ NUMBA_OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True,
 # flags are per instruction, so they stay off inside them when LLVM inlines them into a
 # kernel (see helpers.fpow).
 EXACT = {"fpow"}
+IEEE = {"div_rn", "sqrt_rn"}  # correctly rounded: compiled with no fast-math at all
 EXACT_FASTMATH = NUMBA_OPTIONS["fastmath"] - {"afn", "nsz"}
 # Helpers replaced in debug mode, where NumPy runs them (helpers.fpow_debug says why).
 DEBUG_VERSIONS = {"fpow": "fpow_debug"}
@@ -39,11 +40,12 @@ def _namespace(jit: bool) -> dict[str, Any]:
 
         wrap = njit(**NUMBA_OPTIONS)
         wrap_exact = njit(**{**NUMBA_OPTIONS, "fastmath": EXACT_FASTMATH})
+        wrap_ieee = njit(**{**NUMBA_OPTIONS, "fastmath": False})
         ns["njit"], ns["prange"] = njit, prange
         rmw, cas = atomics.numba_rmw, atomics.numba_cas()
         compile_closure = njit(error_model="numpy", nogil=True, **CALLEE_ONLY)
     else:
-        wrap = wrap_exact = _identity_njit
+        wrap = wrap_exact = wrap_ieee = _identity_njit
         ns["njit"], ns["prange"] = _identity_njit, range
         rmw, cas = atomics.py_rmw, atomics.py_cas
         compile_closure = _identity_njit
@@ -54,7 +56,8 @@ def _namespace(jit: bool) -> dict[str, Any]:
         fn = getattr(helpers, name)
         if jit:
             fn = types.FunctionType(fn.__code__, helper_globals, name)
-        ns[name] = helper_globals[name] = (wrap_exact if name in EXACT else wrap)(fn)
+        wrapper = wrap_ieee if name in IEEE else wrap_exact if name in EXACT else wrap
+        ns[name] = helper_globals[name] = wrapper(fn)
     if not jit:
         for name, debug_name in DEBUG_VERSIONS.items():
             ns[name] = helper_globals[name] = getattr(helpers, debug_name)

@@ -332,7 +332,7 @@ class TritonBackend:
         return should_interpret()
 
     def info(self) -> TargetInfo:
-        features = {"atomics", "dot", "f64", "i64", "bf16"}
+        features = {"atomics", "dot", "f64", "i64", "bf16", "correct_rounding"}
         if self.interpret():
             device = "Triton's interpreter on the CPU"
         else:

@@ -263,6 +263,8 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, ReductionEmitter, PyEmitter):
             self.assign(op, self.splat(op.operands[0], tuple(op.attrs["shape"])))
         elif kind in (Op.FLOORDIV, Op.MOD):
             self.floor_division(op)
+        elif op.attrs.get("rounding") == "rn":
+            self.rounded(op)
         elif kind is Op.DIV:
             a, b = (self.n(v) for v in op.operands)
             self.assign(op, f"{a} / {b}")
@@ -464,6 +466,19 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, ReductionEmitter, PyEmitter):
             self.assign(op, f"tl.trans({self.n(x)})")
         else:
             self.assign(op, f"tl.permute({self.n(x)}, {tuple(op.attrs['dims'])})")
+
+    def rounded(self, op: Operation) -> None:
+        """Correctly rounded division or sqrt: Triton's ``div_rn``/``sqrt_rn`` take float32;
+        float64's ``/`` and ``sqrt`` are IEEE's already; 16-bit floats go through float32 (a
+        correctly rounded float32 result rounds to float16 or bfloat16 as the exact one would,
+        float32 having more than twice their precision plus two bits)."""
+        dtype = self.reg(op.result.type.dtype)
+        if dtype == dt.float64:
+            args = [self.n(v) for v in op.operands]
+            exact = f"{args[0]} / {args[1]}" if op.op is Op.DIV else f"tl.sqrt({args[0]})"
+            self.assign(op, exact)
+            return
+        self.in_f32(op, "tl.math.div_rn" if op.op is Op.DIV else "tl.math.sqrt_rn")
 
     def dot(self, op: Operation) -> None:
         a, b, acc = op.operands

@@ -376,8 +376,10 @@ class ReduceMixin:
             self.stage(todo)
             self.barrier()
         r = f"(lid % {r_len}i)"
-        for k in range(layout.slots):
+        values = []
+        for k in range(layout.slots):  # every slot read before the scans reuse the memory
             v = self.fresh("v")
+            values.append(v)
             self.line(f"var {v}: {t} = {zero};")
             e = f"(lid + {k * w}i)" if k else "lid"
             guard = (k + 1) * w > n
@@ -390,6 +392,9 @@ class ReduceMixin:
             if guard:
                 self.depth -= 1
                 self.line("}")
+        if todo:  # the staged operand is read: a barrier before its slots are reused
+            self.phase_end()
+        for k, v in enumerate(values):
             self.phase_begin()
             if sg and r_len <= sg:
                 d = 1
@@ -420,8 +425,6 @@ class ReduceMixin:
                     d *= 2
             self.phase_end()
             self.line(f"{res.name}[{k}] = {v};")
-        if todo:
-            self.phase_end()
         self.staged = staged_before
 
 
