@@ -138,7 +138,19 @@ def _full(ctx: Any, shape: Any, value: Any, dtype: Any) -> Value:
 
 
 @lowering("load")
-def _load(ctx: Any, pointer: Any, mask: Any, other: Any) -> Value:
+def _load(ctx: Any, pointer: Any, mask: Any, other: Any, boundary_check: Any = (),
+          padding_option: Any = "", cache_modifier: Any = "", eviction_policy: Any = "",
+          volatile: Any = False) -> Value:
+    # cache_modifier, eviction_policy, volatile: Triton's hints for a GPU's caches; the
+    # value is the same without them (accepted so that kernels port unchanged)
+    if getattr(pointer, "is_block_pointer", False):
+        if mask is not None or other is not None:
+            raise RuleError("cube.load() of a block pointer takes no mask or other",
+                            'bound it with boundary_check=(0, 1), padding_option="zero"')
+        return pointer.load(ctx, boundary_check, padding_option)
+    if boundary_check or padding_option:
+        raise RuleError("boundary_check and padding_option are for block pointers",
+                        "mask a pointer tile's load with mask= and other=")
     ptr = _pointer(pointer, "load")
     operands = [ptr]
     if mask is not None:
@@ -199,7 +211,17 @@ def store_operands(ctx: Any, pointer: Any, value: Any, mask: Any) -> list[Value]
 
 
 @lowering("store")
-def _store(ctx: Any, pointer: Any, value: Any, mask: Any) -> None:
+def _store(ctx: Any, pointer: Any, value: Any, mask: Any, boundary_check: Any = (),
+           cache_modifier: Any = "", eviction_policy: Any = "") -> None:
+    if getattr(pointer, "is_block_pointer", False):  # hints: as cube.load's
+        if mask is not None:
+            raise RuleError("cube.store() to a block pointer takes no mask",
+                            "bound it with boundary_check=(0, 1)")
+        pointer.store(ctx, value, boundary_check)
+        return
+    if boundary_check:
+        raise RuleError("boundary_check is for block pointers",
+                        "mask a pointer tile's store with mask=")
     ctx.b.create(Op.STORE, store_operands(ctx, pointer, value, mask))
 
 

@@ -82,6 +82,13 @@ def build_if(fb: FunctionBuilder, node: ast.If, cond: Value) -> None:
             fb.loop_locals.setdefault(name, (fb.source.loc(node).line, False))
             continue
         a, b = then_env[name], else_env[name]
+        if _is_block_pointer(a) or _is_block_pointer(b):
+            if a is not b:
+                fb.error(node, f"block pointer '{name}' is moved in a run-time branch",
+                         "move it alike on both sides (after the if), or pick its offsets "
+                         "with cube.where and advance it once")
+            fb.env[name] = a
+            continue
         if not is_value(a) and not is_value(b) and type(a) is type(b) and a == b:
             fb.env[name] = a
             continue
@@ -146,6 +153,51 @@ def build_if_expr(fb: FunctionBuilder, node: ast.IfExp, cond: Value) -> Any:
         with fb.b.at(block):
             fb.b.yield_([_coerce(fb, value, merged)])
     return fb.b.create(Op.IF, [cond], result_types=[merged], regions=blocks).results[0]
+
+
+def _is_block_pointer(value: Any) -> bool:
+    return getattr(value, "is_block_pointer", False)
+
+
+class _CarriedBlockPointers:
+    """A loop's carried block pointers: each one's corner coordinates are carried as slots of
+    their own, named ``<name>.<axis>`` (which no Python variable can be)."""
+
+    def __init__(self, fb: FunctionBuilder, carried: list[str]):
+        self.templates = {n: fb.env[n] for n in carried if _is_block_pointer(fb.env[n])}
+        self.slots: dict[str, list[str]] = {}
+        self.carried: list[str] = []
+        for name in carried:
+            if name not in self.templates:
+                self.carried.append(name)
+                continue
+            coords = self.templates[name].carried()
+            keys = [f"{name}.{axis}" for axis in range(len(coords))]
+            fb.env.update(zip(keys, coords))
+            self.slots[name] = keys
+            self.carried += keys
+
+    def rebuild(self, fb: FunctionBuilder) -> None:
+        """Each block pointer from its slots' values in ``fb.env``."""
+        for name, keys in self.slots.items():
+            fb.env[name] = self.templates[name].rebuild([fb.env[k] for k in keys])
+
+    def flatten(self, fb: FunctionBuilder, node: ast.AST) -> None:
+        """The slots' values from the block pointers the loop body left in ``fb.env``."""
+        for name, keys in self.slots.items():
+            value = fb.env.get(name)
+            if not self.templates[name].same_view(value):
+                fb.error(_last_assignment(node, name), f"loop-carried block pointer '{name}' "
+                         "must stay a block pointer into the same view with the same block",
+                         "move it with cube.advance()")
+            fb.env.update(zip(keys, value.carried()))
+
+    def finish(self, fb: FunctionBuilder) -> None:
+        """After the loop: the block pointers from its results, the slots gone."""
+        self.rebuild(fb)
+        for keys in self.slots.values():
+            for key in keys:
+                fb.env.pop(key, None)
 
 
 def _loop_types(fb: FunctionBuilder, node: ast.AST, carried: list[str],
@@ -247,15 +299,19 @@ def build_for(fb: FunctionBuilder, node: ast.For, args: list[Any],
     bounds = [materialize(fb.b, a, index_dtype) for a in args]
     target = node.target.id
     before = fb.env
-    carried = [n for n in assigned_names(node.body) if n in before and n != target]
+    pointers = _CarriedBlockPointers(fb, [n for n in assigned_names(node.body)
+                                          if n in before and n != target])
+    carried = pointers.carried
 
     def build_body(types: list[Type]) -> tuple[list[Block], list[Any]]:
         body = Block()
         body.args = [Value(Type(index_dtype), None, target)]
         body.args += [Value(t, None, n) for n, t in zip(carried, types)]
         fb.env = dict(before) | dict(zip(carried, body.args[1:])) | {target: body.args[0]}
+        pointers.rebuild(fb)
         with fb.b.at(body):
             fb.visit_block(node.body)
+        pointers.flatten(fb, node)
         return [body], _carried_out(fb, node, carried)
 
     types, (body,) = _loop_types(fb, node, carried, build_body)
@@ -263,15 +319,18 @@ def build_for(fb: FunctionBuilder, node: ast.For, args: list[Any],
     op = fb.b.create(Op.FOR, bounds + inits, dict(hints or {}), result_types=types,
                      regions=[body])
     _finish_loop(fb, node, before, carried, op.results, node.body, target)
+    pointers.finish(fb)
 
 
 def build_while(fb: FunctionBuilder, node: ast.While) -> None:
     before = fb.env
-    carried = [n for n in assigned_names(node.body) if n in before]
+    pointers = _CarriedBlockPointers(fb, [n for n in assigned_names(node.body) if n in before])
+    carried = pointers.carried
 
     def build_regions(types: list[Type]) -> tuple[list[Block], list[Any]]:
         cond_block = Block([Value(t, None, n) for n, t in zip(carried, types)])
         fb.env = dict(before) | dict(zip(carried, cond_block.args))
+        pointers.rebuild(fb)
         with fb.b.at(cond_block):
             cond = fb.visit(node.test)
             if not is_value(cond):
@@ -284,14 +343,17 @@ def build_while(fb: FunctionBuilder, node: ast.While) -> None:
             fb.b.yield_([cond])
         body = Block([Value(t, None, n) for n, t in zip(carried, types)])
         fb.env = dict(before) | dict(zip(carried, body.args))
+        pointers.rebuild(fb)
         with fb.b.at(body):
             fb.visit_block(node.body)
+        pointers.flatten(fb, node)
         return [cond_block, body], _carried_out(fb, node, carried)
 
     types, regions = _loop_types(fb, node, carried, build_regions)
     inits = [_coerce(fb, before[n], t) for n, t in zip(carried, types)]
     op = fb.b.create(Op.WHILE, inits, result_types=types, regions=regions)
     _finish_loop(fb, node, before, carried, op.results, node.body)
+    pointers.finish(fb)
 
 
 def _hashable(value: Any) -> Any:

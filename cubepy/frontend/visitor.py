@@ -16,6 +16,7 @@ from ..ir import Block, Builder, Function, Op, Param, Type, Value
 from ..ir.rules import RuleError
 from ..lang import builtins as B
 from . import (  # noqa: F401 - they register builtins' lowerings
+    block_pointers,
     combine,
     control,
     ported,

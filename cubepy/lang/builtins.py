@@ -209,13 +209,20 @@ def zeros_like(x: Any) -> Any:
 
 
 @_builtin
-def load(pointer: Any, mask: Any = None, other: Any = None) -> Any:
-    """Load the elements ``pointer`` addresses; masked-off ones give ``other``."""
+def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any = (),
+         padding_option: str = "", cache_modifier: str = "", eviction_policy: str = "",
+         volatile: bool = False) -> Any:
+    """Load the elements ``pointer`` addresses; masked-off ones give ``other``. Through a
+    block pointer (``make_block_ptr``), the block, elements outside the view giving 0 (NaN
+    with ``padding_option="nan"``). ``cache_modifier``, ``eviction_policy`` and ``volatile``
+    are accepted for Triton's signature and change nothing."""
 
 
 @_builtin
-def store(pointer: Any, value: Any, mask: Any = None) -> None:
-    """Store ``value`` where ``mask`` is true."""
+def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
+          cache_modifier: str = "", eviction_policy: str = "") -> None:
+    """Store ``value`` where ``mask`` is true; through a block pointer, the elements of the
+    block inside the view. The cache hints are accepted and change nothing, as ``load``'s."""
 
 
 @_builtin
@@ -461,6 +468,7 @@ num_programs = cube_count
 # the random and the further Triton builtins' stubs live beside this module; imported last,
 # as they use _builtin
 from .ported import (  # noqa: E402, F401
+    advance,
     associative_scan,
     assume,
     atomic_and,
@@ -478,6 +486,7 @@ from .ported import (  # noqa: E402, F401
     histogram,
     interleave,
     join,
+    make_block_ptr,
     ravel,
     reduce,
     reduce_or,

@@ -330,3 +330,28 @@ def fdiv(x: Any, y: Any, ieee_rounding: bool = False, approx: bool = False) -> A
     Example:
         >>> p = cube.fdiv(e, total, ieee_rounding=True)  # doctest: +SKIP
     """
+
+
+@_builtin
+def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
+                   order: Any = None) -> Any:
+    """A block pointer, as Triton's: the block of ``block_shape`` (compile-time powers of two)
+    whose corner is at ``offsets`` in the view of ``base`` (an array argument, plus a scalar
+    offset) with ``shape`` and ``strides`` (in elements). ``cube.load``/``cube.store`` of it
+    read and write the block (every axis bounds-checked: elements outside the view read 0 and
+    are not written), ``cube.advance`` moves it, and a loop may carry it. ``order`` is
+    accepted for Triton's signature.
+
+    Example:
+        >>> a_blocks = cube.make_block_ptr(a, (M, K), (K, 1), (row0, 0), (BM, BK), (1, 0))
+        ... # doctest: +SKIP
+    """
+
+
+@_builtin
+def advance(base: Any, offsets: Any) -> Any:
+    """The block pointer ``base`` with its corner moved by ``offsets`` (one per axis).
+
+    Example:
+        >>> a_blocks = cube.advance(a_blocks, (0, BK))  # doctest: +SKIP
+    """

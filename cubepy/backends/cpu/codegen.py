@@ -64,6 +64,12 @@ class CpuEmitter(SpelledOut, DotAccumulation, LineOps, PyEmitter):
         for op in walk(fn.body):  # named before the affine forms spell them
             if op.op in (Op.CUBE_POS, Op.CUBE_COUNT):
                 self.alias(op.result, f"{op.op.value}{op.attrs['axis']}")
+            elif op.op in (Op.FOR, Op.WHILE):  # a carried value: one name in and after the loop
+                regions = op.regions if op.op is Op.WHILE else [op.regions[0]]
+                skip = 1 if op.op is Op.FOR else 0  # the loop index
+                for i, result in enumerate(op.results):
+                    for region in regions:
+                        self.alias(region.args[skip + i], self.name(result))
         self.inlinable = single_uses(fn)
         self.deferred: dict[int, str] = {}
         self.affine = AffineAnalysis(fn, self.name, self.uniform_terms)
@@ -76,6 +82,9 @@ class CpuEmitter(SpelledOut, DotAccumulation, LineOps, PyEmitter):
         return self.deferred.get(v.id) or self.name(v)
 
     ref = n
+
+    def carried_names(self, op: Operation) -> list[str]:
+        return [self.name(r) for r in op.results]  # named in __init__
 
     def loop_index(self, iv: Value) -> str:
         return self.name(iv) + "_raw"

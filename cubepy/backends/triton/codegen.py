@@ -151,8 +151,9 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, ReductionEmitter, PyEmitter):
         if self.interpret and dtype.name == "bfloat16":
             v = round_bf16(v)
         if math.isnan(v):
-            self.constants.add("NAN")
-            return "NAN"
+            # inline, not a global constexpr: Triton checks at each launch that a kernel's
+            # globals are unchanged, and a NaN never equals itself
+            return 'float("nan")'
         if math.isinf(v):
             self.constants.add("INF")
             return "INF" if v > 0 else "-INF"

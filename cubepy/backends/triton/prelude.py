@@ -166,7 +166,7 @@ def _pow(x, y):
     odd = whole & (tl.floor(y * 0.5) * 2.0 != y)
     negative = (x < 0) | (1.0 / x < 0)  # -0.0 too
     r = tl.where(negative & odd, -mag, mag)
-    r = tl.where((x < 0) & (x > -INF) & (~whole), NAN, r)
+    r = tl.where((x < 0) & (x > -INF) & (~whole), float("nan"), r)
     one = (y == 0) | (x == 1) | ((x == -1) & (tl.abs(y) == INF))
     return tl.where(one, 1.0, r)
 ''',
@@ -365,12 +365,14 @@ FLOAT_ATOMICS = {**ATOMICS, "max": "_atomic_max_nan", "min": "_atomic_min_nan"}
 HELPER_NEEDS = {"_atomic_max_nan": {"_atomic_minmax_nan"},
                 "_bf16_bits": {"_round_bf16"},
                 "_atomic_min_nan": {"_atomic_minmax_nan"},
-                "_pow": {"INF", "NAN", "_log_dd", "_two_sum", "_two_prod"},
+                "_pow": {"INF", "_log_dd", "_two_sum", "_two_prod"},
                 "_log_dd": {"_two_sum", "_two_prod"}}
 # The NaN-aware combines and the NumPy reductions the interpreter runs them as.
 NAN_REDUCTIONS = {"_max_nan": "max", "_min_nan": "min", "_argmax_nan": "argmax",
                   "_argmin_nan": "argmin"}
-CONSTANTS = {"INF": 'INF = tl.constexpr(float("inf"))', "NAN": 'NAN = tl.constexpr(float("nan"))'}
+# (no NaN constant: Triton checks at each launch that the globals a kernel read are unchanged,
+# and a NaN never equals itself; generated code writes float("nan") where it needs one)
+CONSTANTS = {"INF": 'INF = tl.constexpr(float("inf"))'}
 
 
 def with_needs(names: set[str]) -> tuple[set[str], set[str]]:
