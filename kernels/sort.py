@@ -9,9 +9,11 @@ per target, a few hundred elements) are ranked in segments and the sorted segmen
 pairwise by ``merge_kernel``: ``log2(n / segment)`` passes of one binary search per element,
 about ``n * (segment + log2(n)**2)`` comparisons in all, and no limit on the row length.
 
-Why not a bitonic network in a tile: it unrolls ``log2(n)**2 / 2`` stages of tile
-permutations, which costs Numba and the WGSL compiler minutes for a 1024-element row; these
-two kernels are small loops that compile once per dtype.
+Rows of at most ``TILE_ROW`` elements of a dtype whose order fits 32 bits are sorted in one
+tile by ``cube.sort`` instead (``tile_sort_kernel``, one cube per row): each element's key (32
+bits that order as the values, NaNs equal, -0.0 equal to 0.0) and its index make one int64,
+so one sort of those orders the row stably; the values are then read at the sorted indices.
+Targets without int64 keep the two kernels below.
 
 Order (the same as ``np.argsort(kind="stable")``): ties keep their original order, in both
 directions; NaN counts as larger than every number, so NaNs come last ascending and first
@@ -30,6 +32,7 @@ from cubepy.ir.dtypes import DType
 from .layout import Context, View, launch_plan
 from .strided import element_offset
 
+TILE_ROW = 1024  # rows up to this long sort in one tile (tile_sort_kernel)
 SMALL_ROW = 16  # rows up to this long use a 16 x 16 tile
 # (BI, BJ) of rows longer than SMALL_ROW, and the segment length (a multiple of BI and BJ):
 # longer rows are ranked in segments, then merged
@@ -57,6 +60,45 @@ def precedes(a, b, a_first, descending):
         less = a < b
         greater = a > b
     return cube.where(descending != 0, greater, less) | (equal & a_first)
+
+
+@cube.func
+def order_key(v):
+    """int32 keys that order as ``v`` (int32, uint32 or float32) does: NaNs all equal and
+    above every number, -0.0 equal to 0.0."""
+    if v.dtype.is_float:
+        bits = v.to(cube.int32, bitcast=True)
+        magnitude = bits & 0x7FFFFFFF
+        bits = cube.where(magnitude > 0x7F800000, 0x7FFFFFFF, cube.where(magnitude == 0, 0, bits))
+        return cube.where(bits < 0, bits ^ 0x7FFFFFFF, bits)  # negatives: larger magnitude, lower
+    if v.dtype == cube.uint32:
+        return (v ^ 0x80000000).to(cube.int32, bitcast=True)
+    return v
+
+
+@cube.kernel
+def tile_sort_kernel(x, xo, xs0, xs1, xs2, xs3, x_step, values, indices, oo, os0, os1, os2,
+                     os3, o_step, n, k, d1, d2, d3, KT: cube.Comptime[object],
+                     IT: cube.Comptime[object], N: cube.Comptime[int],
+                     DESCENDING: cube.Comptime[bool]):
+    # One cube per row: key (high 32 bits) and index (low) as one int64 per element, so a
+    # sort orders by key and then by index (stable in both directions: descending flips
+    # the keys, not the indices); lanes past n sort last.
+    row = cube.cube_pos(0)
+    x_row = xo + element_offset(row, 4, d1, d2, d3, xs0, xs1, xs2, xs3)
+    o_row = oo + element_offset(row, 4, d1, d2, d3, os0, os1, os2, os3)
+    i = cube.arange(0, N)
+    valid = i < n
+    key = order_key(cube.load(x + x_row + i * x_step, mask=valid, other=0).to(KT))
+    if DESCENDING:
+        key = ~key
+    packed = (key.to(cube.int64) << 32) | i.to(cube.int64)
+    ranked = cube.sort(cube.where(valid, packed, 0x7FFFFFFFFFFFFFFF))
+    at = (ranked & 0xFFFFFFFF).to(cube.int32)
+    keep = valid & (i < k)
+    cube.store(values + o_row + i * o_step, cube.load(x + x_row + at * x_step, mask=keep),
+               mask=keep)
+    cube.store(indices + o_row + i * o_step, at.to(IT), mask=keep)
 
 
 @cube.kernel
@@ -170,6 +212,23 @@ def _rank(ctx: Context, x: View, axis: int, dst: tuple[View, View, int], k: int,
             KT=key_dtype(x.dtype), IT=indices.dtype, BI=bi, BJ=bj, target=ctx.target)
 
 
+def _tile_sortable(ctx: Context, x: View, n: int) -> bool:
+    """Whether ``x``'s rows sort in one tile: short enough, keys of 32 bits, int64 there."""
+    return n <= TILE_ROW and key_dtype(x.dtype).bits <= 32 and \
+        "int64" in cube.target_info(ctx.target).dtypes
+
+
+def _tile_sort(ctx: Context, x: View, axis: int, dst: tuple[View, View, int], k: int,
+               descending: bool) -> None:
+    values, indices, dst_axis = dst
+    n = x.shape[axis]
+    for rows, x_args, o_args, dims in _row_launches(x, axis, values, dst_axis):
+        tile_sort_kernel[(rows,)](
+            x.storage, *x_args, x.strides[axis], values.storage, indices.storage, *o_args,
+            values.strides[dst_axis], n, k, *dims, KT=key_dtype(x.dtype), IT=indices.dtype,
+            N=max(2, 1 << (n - 1).bit_length()), DESCENDING=descending, target=ctx.target)
+
+
 def _merge(ctx: Context, src: tuple[View, View], dst: tuple[View, View, int], k: int, run: int,
            descending: bool) -> None:
     """Merge the sorted runs of ``run`` elements of the dense rows ``src`` pairwise into
@@ -201,6 +260,9 @@ def sort(ctx: Context, x: View, axis: int, k: int, descending: bool,
     if values.numel == 0:
         return values, indices
     out = (values, indices, axis)
+    if _tile_sortable(ctx, x, n):
+        _tile_sort(ctx, x, axis, out, k, descending)
+        return values, indices
     segment = SEGMENTS[ctx.target.partition(":")[0]]
     if n <= segment:
         _rank(ctx, x, axis, out, k, n, descending)

@@ -66,9 +66,10 @@ def test_topk(backend, ref, rng, k):
 
 
 def test_sort_rows_of_many_shapes(backend, ref, rng):
-    # short rows (one 16 x 16 tile), rows of several blocks (two segments on cpu), a row of
-    # 9 to 17 segments (kernels.sort.SEGMENTS) merged in 4 or 5 passes, and a 5-axis layout
-    for shape in [(7, 1), (3, 16), (2, 130)]:
+    # rows of one tile (kernels.sort.TILE_ROW, a row of 1024 the longest), a row of 9 to 17
+    # segments (kernels.sort.SEGMENTS) merged in 4 or 5 passes, and a 5-axis layout; 64-bit
+    # dtypes take the ranking kernels for short rows too (test_sort_dtypes)
+    for shape in [(7, 1), (3, 16), (2, 130), (2, 1024)]:
         x = _with_ties(rng, shape, "float32")
         check(lambda b, x=x: on(b, x).sort(descending=True), backend, ref)
     long_row = _with_ties(rng, (1, 2100), "float32")
