@@ -59,7 +59,8 @@ REDUCTIONS = frozenset({Op.REDUCE, Op.ARGREDUCE})
 # among (B,), (1, B), (B, 1), ... a reshape keeps every lane where it was
 LAYOUT = frozenset({Op.EXPAND_DIMS, Op.RESHAPE, Op.PERMUTE})
 LANE_OPS = ELEMENTWISE | REDUCTIONS | LAYOUT | {Op.SCAN}
-SCALAR_ONLY = frozenset({Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT})
+# (an ASSERT keeps a kernel in the tile form, whose compiled code raises its AssertionError)
+SCALAR_ONLY = frozenset({Op.ATOMIC, Op.ATOMIC_CAS, Op.PRINT, Op.ASSUME, Op.BARRIER})
 # lanes per chunk of a max/min/argmax/argmin loop (see LoopEmitter.chunked): an AVX-512
 # register of float32
 CHUNK = 16
