@@ -81,6 +81,9 @@ def _dtype(value: Any) -> dt.DType:
 
 
 def _shape(value: Any) -> tuple[int, ...]:
+    # Triton's spelling passes a shape as separate ints (reshape(x, M, N)) or as one tuple
+    if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], (tuple, list)):
+        value = value[0]
     value = plain_int(value)
     if isinstance(value, int):
         value = (value,)
@@ -333,7 +336,8 @@ def _tile(x: Any, what: str) -> Value:
 
 
 @lowering("reshape")
-def _reshape(ctx: Any, x: Any, shape: Any) -> Value:
+def _reshape(ctx: Any, x: Any, shape: Any, can_reorder: Any = False) -> Value:
+    # can_reorder lets Triton pick another order; cubepy keeps row-major order, which it allows
     x, shape = _tile(x, "reshape"), _shape(shape)
     if Type(x.type.dtype, shape).numel != x.type.numel:
         raise RuleError(f"cannot reshape a tile of shape {x.type.shape} ({x.type.numel} "
@@ -365,17 +369,30 @@ def _flip(ctx: Any, x: Any, dim: Any) -> Value:
 
 
 @lowering("trans")
-def _trans(ctx: Any, x: Any) -> Value:
+def _trans(ctx: Any, x: Any, dims: Any = ()) -> Value:
     x = _tile(x, "trans")
+    if dims:  # Triton's trans(x, *dims) is a permute
+        return _permute(ctx, x, dims)
     if len(x.type.shape) != 2:
         raise RuleError(f"cube.trans() needs a 2-D tile, got shape {x.type.shape}",
-                        "use cube.permute(x, dims) for other ranks")
+                        "pass the new order of the axes, cube.trans(x, 2, 0, 1), or use "
+                        "cube.permute(x, dims)")
     return ctx.b.emit(Op.PERMUTE, x, dims=(1, 0))
 
 
 @lowering("expand_dims")
 def _expand_dims(ctx: Any, x: Any, axis: Any) -> Value:
-    x, axis = materialize(ctx.b, x), _axis(axis)
+    x = materialize(ctx.b, x)
+    if isinstance(axis, (tuple, list)):  # several new axes: positions in the result
+        rank = len(x.type.shape) + len(axis)
+        axes = [_axis(a) for a in axis]
+        if not all(-rank <= a < rank for a in axes) or len({a % rank for a in axes}) < len(axes):
+            raise RuleError(f"expand_dims axes {tuple(axes)} are not distinct axes of a "
+                            f"result of {rank} axes", f"use axes from {-rank} to {rank - 1}")
+        for a in sorted(a % rank for a in axes):
+            x = ctx.b.emit(Op.EXPAND_DIMS, x, axis=a)
+        return x
+    axis = _axis(axis)
     rank = len(x.type.shape)
     if not -rank - 1 <= axis <= rank:
         raise RuleError(f"expand_dims axis {axis} is out of range for shape {x.type.shape}",

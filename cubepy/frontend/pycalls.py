@@ -67,6 +67,25 @@ def describe(value: Any) -> str:
     return repr(value)
 
 
+# Triton's tensor methods that cubepy has: ``x.sum(1)`` is ``cube.sum(x, 1)``
+TILE_METHODS = frozenset({
+    "abs", "argmax", "argmin", "associative_scan", "atomic_add", "atomic_and", "atomic_cas",
+    "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor", "broadcast_to", "cast",
+    "ceil", "cos", "cumprod", "cumsum", "erf", "exp", "exp2", "expand_dims", "flip", "floor",
+    "gather", "histogram", "log", "log2", "max", "min", "permute", "ravel", "reduce",
+    "reduce_or", "reshape", "rsqrt", "sigmoid", "sin", "softmax", "sort", "split", "sqrt",
+    "sqrt_rn", "sum", "trans", "view", "xor_sum",
+})
+
+
+class Method:
+    """``tile.to`` (or another of ``TILE_METHODS``) before it is called."""
+
+    def __init__(self, value: Value, name: str):
+        self.value, self.name = value, name
+
+
+
 def call_to(fb: FunctionBuilder, node: ast.Call, value: Value, args: list[Any],
             kwargs: dict[str, Any]) -> Value:
     """``tile.to(dtype)`` and ``tile.to(dtype, bitcast=True)``."""

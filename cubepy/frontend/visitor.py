@@ -15,19 +15,18 @@ from ..errors import CompileError
 from ..ir import Block, Builder, Function, Op, Param, Type, Value
 from ..ir.rules import RuleError
 from ..lang import builtins as B
-from . import (  # noqa: F401 - they register builtins' lowerings
-    block_pointers,
-    combine,
-    control,
-    ported,
-    precise,
-    random,
-    reductions,
-    sorting,
-)
+from . import control
 from .builtins import call_builtin
 from .descriptors import TensorDescriptor
-from .pycalls import call_python, call_to, describe, did_you_mean, unknown_name_hint
+from .pycalls import (
+    TILE_METHODS,
+    Method,
+    call_python,
+    call_to,
+    describe,
+    did_you_mean,
+    unknown_name_hint,
+)
 from .semantics import binary, is_value, plain_int, to_bool, unary
 from .source import function_globals, parse_function
 
@@ -78,13 +77,6 @@ CONSTRUCT_NAMES = {
 }
 PY_BUILTINS_ALLOWED = {"range", "min", "max", "abs", "int", "float", "bool", "len", "print",
                        "isinstance", "tuple", "list", "zip", "enumerate", "str"}
-
-
-class _Method:
-    """``tile.to`` before it is called."""
-
-    def __init__(self, value: Value, name: str):
-        self.value, self.name = value, name
 
 
 class FunctionBuilder(ast.NodeVisitor):
@@ -366,13 +358,16 @@ class FunctionBuilder(ast.NodeVisitor):
             if node.attr == "shape":
                 return obj.type.shape
             if node.attr == "to":
-                return _Method(obj, "to")
+                return Method(obj, "to")
             if node.attr == "T":
                 return call_builtin(self, "trans", [obj], {})
+            if node.attr in TILE_METHODS:
+                return Method(obj, node.attr)
             same = B.is_builtin(getattr(B, node.attr, None))
             self.error(node, f"tiles have no attribute '{node.attr}'",
                        f"write cube.{same}(x, ...) instead" if same else
-                       "tiles have .shape, .dtype, .T and .to(dtype)")
+                       "tiles have .shape, .dtype, .T, .to(dtype) and Triton's methods, "
+                       "such as x.sum(axis) and x.reshape(shape)")
         try:
             return getattr(obj, node.attr)
         except AttributeError:
@@ -482,8 +477,10 @@ class FunctionBuilder(ast.NodeVisitor):
         name = B.is_builtin(fn)
         if name is not None:
             return call_builtin(self, name, args, kwargs)
-        if isinstance(fn, _Method):
-            return call_to(self, node, fn.value, args, kwargs)
+        if isinstance(fn, Method):
+            if fn.name == "to":
+                return call_to(self, node, fn.value, args, kwargs)
+            return call_builtin(self, fn.name, [fn.value, *args], kwargs)
         if isinstance(getattr(fn, "__self__", None), TensorDescriptor):
             return fn(self, *args, **kwargs)  # desc.load(...) / desc.store(...)
         if isinstance(fn, B.Func):

@@ -384,28 +384,31 @@ def cast(x: Any, dtype: Any, bitcast: bool = False) -> Any:
 
 
 @_builtin
-def reshape(x: Any, shape: tuple[int, ...]) -> Any:
-    """The same elements in row-major order with a new shape."""
+def reshape(x: Any, *shape: Any, can_reorder: bool = False) -> Any:
+    """The same elements in row-major order with a new shape, given as one tuple or as ints
+    (``reshape(x, (M, N))`` or ``reshape(x, M, N)``, as Triton's); ``can_reorder`` is accepted
+    and the order stays row-major."""
 
 
 @_builtin
-def permute(x: Any, dims: tuple[int, ...]) -> Any:
-    """Axes reordered: result axis i is input axis ``dims[i]``."""
+def permute(x: Any, *dims: Any) -> Any:
+    """Axes reordered: result axis i is input axis ``dims[i]`` (a tuple or ints)."""
 
 
 @_builtin
-def trans(x: Any) -> Any:
-    """Transpose of a 2-D tile."""
+def trans(x: Any, *dims: Any) -> Any:
+    """Transpose of a 2-D tile; with ``dims`` (a tuple or ints), ``permute(x, dims)``."""
 
 
 @_builtin
-def expand_dims(x: Any, axis: int) -> Any:
-    """Insert a size-1 axis."""
+def expand_dims(x: Any, axis: Any) -> Any:
+    """Insert a size-1 axis at ``axis``, or one at each of a tuple of axes (positions in
+    the result)."""
 
 
 @_builtin
-def broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
-    """Broadcast to ``shape`` (NumPy rules)."""
+def broadcast_to(x: Any, *shape: Any) -> Any:
+    """Broadcast to ``shape`` (a tuple or ints; NumPy rules)."""
 
 
 @_builtin

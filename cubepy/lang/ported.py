@@ -21,7 +21,7 @@ def ravel(x: Any) -> Any:
 
 
 @_builtin
-def view(x: Any, shape: tuple[int, ...]) -> Any:
+def view(x: Any, *shape: Any) -> Any:
     """``x`` with a new shape of as many elements. Triton lets ``view`` reorder the elements;
     cubepy keeps row-major order, as ``reshape`` does.
 

@@ -112,6 +112,26 @@ def test_static_print_prints_once_per_specialization_at_compile_time(capsys):
 
 
 @cube.kernel
+def triton_spellings(x, moved, sums, R: cube.Comptime[int], C: cube.Comptime[int]):
+    offs = cube.arange(0, R)[:, None] * C + cube.arange(0, C)[None, :]
+    v = cube.load(x + offs)
+    back = cube.reshape(v, R * C).reshape(R, C)  # shapes as ints, and a tile's method
+    four = cube.trans(cube.expand_dims(back, (0, 3)), 0, 2, 1, 3)  # trans(x, *dims): permute
+    cube.static_assert(four.shape == (1, C, R, 1))
+    cube.store(moved + offs, four.permute(2, 1, 0, 3).view((R, C)) + cube.broadcast_to(
+        cube.arange(0, C)[None, :], R, C).to(cube.float32))
+    cube.store(sums + cube.arange(0, R), v.sum(1) + v.max(axis=1) + v.exp().min(1))
+
+
+def test_triton_spellings_of_shapes_and_methods(target, rng):
+    x = random_array(rng, (4, 8), "float32")
+    moved, sums = np.zeros((4, 8), np.float32), np.zeros(4, np.float32)
+    triton_spellings[(1,)](x, moved, sums, R=4, C=8, target=target)
+    np.testing.assert_array_equal(moved, x + np.arange(8, dtype=np.float32))
+    assert_close(sums, x.sum(1).astype(np.float64) + x.max(1) + np.exp(x.astype(np.float64)).min(1))
+
+
+@cube.kernel
 def ravel_of_a_scalar(out):
     cube.store(out, cube.ravel(1.0))
 
