@@ -85,7 +85,6 @@ class Method:
         self.value, self.name = value, name
 
 
-
 def call_to(fb: FunctionBuilder, node: ast.Call, value: Value, args: list[Any],
             kwargs: dict[str, Any]) -> Value:
     """``tile.to(dtype)`` and ``tile.to(dtype, bitcast=True)``."""
