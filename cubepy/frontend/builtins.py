@@ -335,6 +335,24 @@ def _tile(x: Any, what: str) -> Value:
     return x
 
 
+def tile_axis(x: Value, dim: Any, what: str, name: str = "dim") -> int:
+    """``dim`` as an axis of tile ``x`` counted from 0 (a negative one counts from the end)."""
+    rank, axis = len(x.type.shape), plain_int(dim)
+    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
+        raise RuleError(f"cube.{what}(): {name} {dim!r} is not an axis of a tile of shape "
+                        f"{x.type.shape}", f"pass a compile-time int from {-rank} to {rank - 1}")
+    return axis % rank
+
+
+def comptime_flag(value: Any, name: str) -> bool:
+    """A builtin's bool argument, which must be known at compile time."""
+    flag = plain_int(value)
+    if not isinstance(flag, (bool, int)):
+        raise RuleError(f"{name} must be a compile-time bool, got a run-time value",
+                        "pass True or False (or a cube.Comptime[bool])")
+    return bool(flag)
+
+
 @lowering("reshape")
 def _reshape(ctx: Any, x: Any, shape: Any, can_reorder: Any = False) -> Value:
     # can_reorder lets Triton pick another order; cubepy keeps row-major order, which it allows
@@ -360,12 +378,8 @@ def _permute(ctx: Any, x: Any, dims: Any) -> Value:
 @lowering("flip")
 def _flip(ctx: Any, x: Any, dim: Any) -> Value:
     x = _tile(x, "flip")
-    rank = len(x.type.shape)
-    axis = rank - 1 if dim is None else plain_int(dim)
-    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
-        raise RuleError(f"cube.flip(): dim {dim!r} is not an axis of a tile of shape "
-                        f"{x.type.shape}", f"pass a compile-time int from {-rank} to {rank - 1}")
-    return ctx.b.emit(Op.FLIP, x, axis=axis % rank)
+    axis = tile_axis(x, -1 if dim is None else dim, "flip")
+    return ctx.b.emit(Op.FLIP, x, axis=axis)
 
 
 @lowering("trans")

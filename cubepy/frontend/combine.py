@@ -18,10 +18,10 @@ from ..ir.ops import SIDE_EFFECTS
 from ..ir.rules import RuleError
 from ..lang import builtins as B
 from . import control
-from .builtins import _tile, lowering
+from .builtins import _tile, comptime_flag, lowering, tile_axis
 from .pycalls import describe
 from .reductions import _kept_dims
-from .semantics import is_value, materialize, plain_int
+from .semantics import is_value, materialize
 
 # what a combine function may not do: it runs any number of times, in any grouping
 _EFFECTS = (SIDE_EFFECTS | {Op.LOAD, Op.BLOCK_LOAD}) - {Op.YIELD, Op.CALL}
@@ -41,14 +41,6 @@ def _inputs(x: Any, what: str) -> tuple[list[Value], bool]:
                         f"{', '.join(map(str, shapes))}", "give them one shape first "
                         "(cube.broadcast_to)")
     return tiles, single
-
-
-def _axis(shape: tuple[int, ...], axis: Any, what: str) -> int:
-    rank, ax = len(shape), plain_int(axis)
-    if not isinstance(ax, int) or isinstance(ax, bool) or not -rank <= ax < rank:
-        raise RuleError(f"cube.{what}(): axis {axis!r} is not an axis of a tile of shape "
-                        f"{shape}", f"pass a compile-time int from {-rank} to {rank - 1}")
-    return ax % rank
 
 
 def _has_effects(block: Block) -> bool:
@@ -104,7 +96,7 @@ def _reduce(ctx: Any, input: Any, axis: Any, combine_fn: Any, keep_dims: Any) ->
             tiles = [ctx.b.emit(Op.RESHAPE, t, shape=(t.type.numel,)) for t in tiles]
         ax = 0
     else:
-        ax = _axis(shape, axis, "reduce")
+        ax = tile_axis(tiles[0], axis, "reduce", "axis")
     region = combine_region(ctx, combine_fn, [t.type.dtype for t in tiles], "reduce")
     op = ctx.b.create(Op.REDUCE_FN, tiles, {"axis": ax}, regions=[region])
     kept = None if axis is None else ax
@@ -116,12 +108,9 @@ def _reduce(ctx: Any, input: Any, axis: Any, combine_fn: Any, keep_dims: Any) ->
 def _associative_scan(ctx: Any, input: Any, axis: Any, combine_fn: Any,  # noqa: A002
                       reverse: Any) -> Any:
     tiles, single = _inputs(input, "associative_scan")
-    ax = _axis(tiles[0].type.shape, axis, "associative_scan")
-    backwards = plain_int(reverse)
-    if not isinstance(backwards, (bool, int)):
-        raise RuleError("cube.associative_scan(): reverse must be a compile-time bool",
-                        "pass True or False (or a cube.Comptime[bool])")
+    ax = tile_axis(tiles[0], axis, "associative_scan", "axis")
+    backwards = comptime_flag(reverse, "reverse")
     region = combine_region(ctx, combine_fn, [t.type.dtype for t in tiles], "associative_scan")
-    op = ctx.b.create(Op.SCAN_FN, tiles, {"axis": ax, "reverse": bool(backwards)},
+    op = ctx.b.create(Op.SCAN_FN, tiles, {"axis": ax, "reverse": backwards},
                       regions=[region])
     return op.results[0] if single else tuple(op.results)

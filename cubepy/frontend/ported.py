@@ -29,6 +29,7 @@ from .builtins import (
     _tile,
     _where,
     lowering,
+    tile_axis,
 )
 from .pycalls import describe
 from .semantics import binary, is_value, math, plain_int, to_bool
@@ -225,13 +226,7 @@ def _softmax(ctx: Any, x: Any, dim: Any, keep_dims: Any, ieee_rounding: Any) -> 
 @lowering("gather")
 def _gather(ctx: Any, src: Any, index: Any, axis: Any) -> Value:
     src, index = _tile(src, "gather"), _tile(index, "gather")
-    rank = len(src.type.shape)
-    ax = plain_int(axis)
-    if not isinstance(ax, int) or isinstance(ax, bool) or not -rank <= ax < rank:
-        raise RuleError(f"cube.gather(): axis {axis!r} is not an axis of a tile of shape "
-                        f"{src.type.shape}", f"pass a compile-time int from {-rank} to "
-                        f"{rank - 1}")
-    ax %= rank
+    rank, ax = len(src.type.shape), tile_axis(src, axis, "gather", "axis")
     if not index.type.dtype.is_int or index.type.is_ptr:
         raise RuleError(f"cube.gather() needs integer indices, got {describe(index)}",
                         "cast them: index.to(cube.int32)")

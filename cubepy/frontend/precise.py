@@ -8,8 +8,8 @@ from typing import Any
 
 from ..ir import Op
 from ..ir.rules import RuleError
-from .builtins import lowering
-from .semantics import binary, is_value, math, plain_int
+from .builtins import comptime_flag, lowering
+from .semantics import binary, is_value, math
 
 
 def _rounded(value: Any) -> Any:
@@ -33,9 +33,7 @@ def _sqrt_rn(ctx: Any, x: Any) -> Any:
 
 @lowering("fdiv")
 def _fdiv(ctx: Any, x: Any, y: Any, ieee_rounding: Any, approx: Any) -> Any:
-    flags = [plain_int(ieee_rounding), plain_int(approx)]
-    if not all(isinstance(f, (bool, int)) for f in flags):
-        raise RuleError("cube.fdiv(): ieee_rounding and approx must be compile-time bools",
-                        "pass True or False (or a cube.Comptime[bool])")
-    quotient = binary(ctx.b, Op.DIV, x, y)  # approx: `/` is within its 2.5 ulp already
-    return _rounded(quotient) if flags[0] else quotient
+    rounded = comptime_flag(ieee_rounding, "ieee_rounding")
+    comptime_flag(approx, "approx")  # `/` is within its 2.5 ulp already
+    quotient = binary(ctx.b, Op.DIV, x, y)
+    return _rounded(quotient) if rounded else quotient

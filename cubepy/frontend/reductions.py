@@ -9,8 +9,7 @@ from typing import Any
 
 from ..ir import Op, Value
 from ..ir.rules import RuleError
-from .builtins import LOWERINGS, Lowering, _axis, _dtype, _flip, _tile
-from .semantics import plain_int
+from .builtins import LOWERINGS, Lowering, _axis, _dtype, _flip, _tile, comptime_flag
 
 
 def _reduce_axes(ctx: Any, x: Any, axis: Any, what: str) -> tuple[Value, int]:
@@ -28,19 +27,11 @@ def _reduce_axes(ctx: Any, x: Any, axis: Any, what: str) -> tuple[Value, int]:
     return x, axis % rank
 
 
-def _flag(value: Any, name: str) -> bool:
-    flag = plain_int(value)
-    if not isinstance(flag, (bool, int)):
-        raise RuleError(f"{name} must be a compile-time bool, got a run-time value",
-                        "pass True or False (or a cube.Comptime[bool])")
-    return bool(flag)
-
-
 def _kept_dims(ctx: Any, result: Value, shape: tuple[int, ...], axis: int | None,
                keep_dims: Any) -> Value:
     """A reduction's ``result`` over ``axis`` of a tile of ``shape``, with the reduced axes
     kept as axes of 1 when ``keep_dims`` (Triton's ``keep_dims=True``)."""
-    if not _flag(keep_dims, "keep_dims"):
+    if not comptime_flag(keep_dims, "keep_dims"):
         return result
     if axis is None:
         return ctx.b.emit(Op.FULL, result, shape=(1,) * len(shape))
@@ -56,7 +47,7 @@ def _reduction(kind: str) -> Lowering:
               return_indices: Any = False, return_indices_tie_break_left: Any = True) -> Any:
         # the first of equal values is always the one returned: a tie broken to the left
         # is also one broken anyhow, which is what Triton's False allows
-        _flag(return_indices_tie_break_left, "return_indices_tie_break_left")
+        comptime_flag(return_indices_tie_break_left, "return_indices_tie_break_left")
         x = _as_dtype(ctx, x, dtype, kind)
         value, ax = _reduce_axes(ctx, x, axis, kind)
         kept = None if axis is None else ax
@@ -64,7 +55,7 @@ def _reduction(kind: str) -> Lowering:
         if dtype is not None:
             result = ctx.b.cast(result, _dtype(dtype))
         result = _kept_dims(ctx, result, x.type.shape, kept, keep_dims)
-        if not _flag(return_indices, "return_indices"):
+        if not comptime_flag(return_indices, "return_indices"):
             return result
         index = ctx.b.emit(Op.ARGREDUCE, value, kind=f"arg{kind}", axis=ax)
         return result, _kept_dims(ctx, index, x.type.shape, kept, keep_dims)
@@ -74,7 +65,7 @@ def _reduction(kind: str) -> Lowering:
 def _argreduction(kind: str) -> Lowering:
     def lower(ctx: Any, x: Any, axis: Any, tie_break_left: Any = True,
               keep_dims: Any = False) -> Value:
-        _flag(tie_break_left, "tie_break_left")  # the first: see _reduction
+        comptime_flag(tie_break_left, "tie_break_left")  # the first: see _reduction
         value, ax = _reduce_axes(ctx, x, axis, kind)
         result = ctx.b.emit(Op.ARGREDUCE, value, kind=kind, axis=ax)
         return _kept_dims(ctx, result, x.type.shape, None if axis is None else ax, keep_dims)
@@ -91,7 +82,7 @@ def _scan(kind: str) -> Lowering:
     def lower(ctx: Any, x: Any, axis: Any, reverse: Any = False, dtype: Any = None) -> Value:
         x = _as_dtype(ctx, x, dtype, kind)
         value, ax = _reduce_axes(ctx, x, axis, kind)
-        backwards = _flag(reverse, "reverse")
+        backwards = comptime_flag(reverse, "reverse")
         if backwards:  # from the end: the scan of the reversed line, reversed
             value = _flip(ctx, value, ax)
         result = ctx.b.emit(Op.SCAN, value, kind=kind, axis=ax)

@@ -21,29 +21,20 @@ import numpy as np
 from ..ir import Op, Value
 from ..ir import dtypes as dt
 from ..ir.rules import RuleError
-from .builtins import LOWERINGS, _permute, _reshape, _tile, _where, lowering
+from .builtins import (
+    LOWERINGS,
+    _permute,
+    _reshape,
+    _tile,
+    _where,
+    comptime_flag,
+    lowering,
+    tile_axis,
+)
 from .semantics import binary, plain_int
 
 _FLOAT_KEYS = {32: (dt.float32, dt.int32, 0x7F800000), 64: (dt.float64, dt.int64,
                                                            0x7FF0000000000000)}
-
-
-def _sort_axis(x: Value, dim: Any, what: str) -> int:
-    rank = len(x.type.shape)
-    axis = rank - 1 if dim is None else plain_int(dim)
-    if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
-        raise RuleError(f"cube.{what}(): dim {dim!r} is not an axis of a tile of shape "
-                        f"{x.type.shape}", f"pass a compile-time int from {-rank} to "
-                        f"{rank - 1}, or leave it out for the last axis")
-    return axis % rank
-
-
-def _descending(flag: Any, what: str) -> bool:
-    flag = plain_int(flag)
-    if not isinstance(flag, (bool, int)):
-        raise RuleError(f"cube.{what}(): descending must be a compile-time bool, got "
-                        f"{flag!r}", "pass True or False (or a cube.Comptime[bool])")
-    return bool(flag)
 
 
 def _flip_negatives(ctx: Any, bits: Value, magnitude_mask: int) -> Value:
@@ -116,16 +107,17 @@ def _sortable(x: Any, what: str) -> Value:
 @lowering("sort")
 def _sort(ctx: Any, x: Any, dim: Any, descending: Any) -> Value:
     x = _sortable(x, "sort")
-    return sorted_along(ctx, x, _sort_axis(x, dim, "sort"), _descending(descending, "sort"))
+    return sorted_along(ctx, x, tile_axis(x, -1 if dim is None else dim, "sort"),
+                        comptime_flag(descending, "descending"))
 
 
 @lowering("topk")
 def _topk(ctx: Any, x: Any, k: Any, dim: Any, descending: Any) -> Value:
     x = _sortable(x, "topk")
-    axis = _sort_axis(x, dim, "topk")
+    axis = tile_axis(x, -1 if dim is None else dim, "topk")
     n, k = x.type.shape[axis], plain_int(k)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k > n or k & (k - 1):
         raise RuleError(f"cube.topk(): k must be a compile-time power of two from 1 to {n} "
                         f"(the length of axis {axis}), got {k!r}",
                         "pass a literal or a cube.Comptime[int], e.g. cube.topk(x, 4)")
-    return sorted_along(ctx, x, axis, _descending(descending, "topk"), k)
+    return sorted_along(ctx, x, axis, comptime_flag(descending, "descending"), k)

@@ -96,8 +96,8 @@ def test_reduce_of_three_tiles_welford(target, rng):
     x = rng.standard_normal((R, n)).astype(np.float32) * 3 + 7
     mean, var = np.zeros(R, np.float32), np.zeros(R, np.float32)
     row_variance[(1,)](x, mean, var, n, BLOCK=64, R=R, target=target)
-    assert_close(mean, x.astype(np.float64).mean(axis=1), rtol=1e-5, atol=1e-5)
-    assert_close(var, x.astype(np.float64).var(axis=1), rtol=1e-4, atol=1e-4)
+    assert_close(mean, x.astype(np.float64).mean(axis=1))  # float32's tolerance: the worst
+    assert_close(var, x.astype(np.float64).var(axis=1))  # of 20 seeds was 4e-7 relative
 
 
 @cube.func

@@ -463,8 +463,7 @@ def test_gpu_histogram_softmax_and_keep_dims(rng):
     x = rng.integers(0, bins + 8, n).astype(np.int32)
     counts, masked = np.zeros(bins, np.int32), np.zeros(bins, np.int32)
     gpu(ROWS.counted, (1,), x, n, counts, masked, BLOCK=256, BINS=bins)
-    np.testing.assert_array_equal(counts, np.bincount(x[x < bins], minlength=bins))
-    np.testing.assert_array_equal(masked, np.bincount(x[::2][x[::2] < bins], minlength=bins))
+    ROWS.assert_histograms(x, counts, masked)
     v = random_array(rng, (ROWS.R, ROWS.C), "float32", -30, 30)
     by_rows, by_cols = np.zeros_like(v), np.zeros_like(v)
     gpu(ROWS.softmaxes, (1,), v, by_rows, by_cols, R=ROWS.R, C=ROWS.C)
@@ -492,16 +491,9 @@ def test_gpu_debug_barrier_assume_and_a_holding_assert(rng):
 
 def test_gpu_reduction_options_and_scans_of_moved_tiles(rng):
     r, c = ROWS.R, ROWS.C
-    x = random_array(rng, (r, c), "int32", -60, 60)
-    x[:, 3] = x[:, 11] = 60
-    peak, peak_at = np.zeros(r, np.int32), np.zeros(r, np.int32)
-    low_at, back_sums = np.zeros((r, c), np.int32), np.zeros((r, c), np.int32)
-    wide, back_products = np.zeros(r, np.int64), np.zeros((r, c), np.int64)
-    gpu(ROWS.triton_reduction_options, (1,), x, peak, peak_at, low_at, wide, back_sums,
-        back_products, R=r, C=c)
-    np.testing.assert_array_equal(peak_at, np.full(r, 3))
-    np.testing.assert_array_equal(low_at, np.broadcast_to(x.argmin(axis=0), (r, c)))
-    np.testing.assert_array_equal(back_sums, np.cumsum(x[:, ::-1], axis=1)[:, ::-1])
+    x, outs = ROWS.reduction_options_case(rng)
+    gpu(ROWS.triton_reduction_options, (1,), x, *outs, R=r, C=c)
+    ROWS.assert_reduction_options(x, outs)
     of_flipped, of_transposed = np.zeros_like(x), np.zeros((c, r), np.int32)
     gpu(ROWS.scans_of_moved_tiles, (1,), x, of_flipped, of_transposed, R=r, C=c)
     np.testing.assert_array_equal(of_flipped, np.cumsum(x[:, ::-1], axis=1))
@@ -513,12 +505,7 @@ def test_gpu_div_rn_and_sqrt_rn(rng, dtype):
     x, y = RD.rounding_case(rng, dtype)
     outs = [np.zeros(RD.N, x.dtype) for _ in range(3)]
     gpu(RD.rounded, (4,), x, y, *outs, RD.N, BLOCK=256)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        quotient = (x.astype(np.float64) / y.astype(np.float64)).astype(x.dtype) \
-            if dtype == "float16" else x / y
-        root = np.sqrt(np.abs(x))
-    assert RD.same_bits(outs[0], quotient) and RD.same_bits(outs[2], quotient)
-    assert RD.same_bits(outs[1], root)
+    RD.assert_rounded(x, y, outs)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])

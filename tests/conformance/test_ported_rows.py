@@ -152,10 +152,16 @@ def test_histogram_counts_each_bin(target, rng, dtype):
     counts, masked = np.zeros(bins, np.int32), np.zeros(bins, np.int32)
     if run_or_expect_unsupported(target, [dtype], lambda: counted[(1,)](
             x, n, counts, masked, BLOCK=256, BINS=bins, target=target)):
-        inside = x[x < bins].astype(np.int64)
-        np.testing.assert_array_equal(counts, np.bincount(inside, minlength=bins))
-        even = x[::2][x[::2] < bins].astype(np.int64)
-        np.testing.assert_array_equal(masked, np.bincount(even, minlength=bins))
+        assert_histograms(x, counts, masked)
+
+
+def assert_histograms(x: np.ndarray, counts: np.ndarray, masked: np.ndarray) -> None:
+    """``counted``'s outputs: every element's bin, and the even-indexed elements' bins."""
+    bins = counts.size
+    inside = x[x < bins].astype(np.int64)
+    np.testing.assert_array_equal(counts, np.bincount(inside, minlength=bins))
+    even = x[::2][x[::2] < bins].astype(np.int64)
+    np.testing.assert_array_equal(masked, np.bincount(even, minlength=bins))
 
 
 @cube.kernel
@@ -229,14 +235,22 @@ def triton_reduction_options(x, peak, peak_at, low_at, wide_sum, back_sums, back
     cube.store(back_products + offs, cube.cumprod(v % 3 + 1, 0, reverse=True, dtype=cube.int64))
 
 
-def test_reduction_options_of_triton(target, rng):
+def reduction_options_case(rng: np.random.Generator) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Input and zeroed outputs of ``triton_reduction_options``."""
     x = random_array(rng, (R, C), "int32", -60, 60)
     x[:, 3] = x[:, 11] = 60  # a tie for the max (the others are below 60): the first
-    peak, peak_at = np.zeros(R, np.int32), np.zeros(R, np.int32)
-    low_at, back_sums = np.zeros((R, C), np.int32), np.zeros((R, C), np.int32)
-    wide, back_products = np.zeros(R, np.int64), np.zeros((R, C), np.int64)
-    triton_reduction_options[(1,)](x, peak, peak_at, low_at, wide, back_sums, back_products,
-                                   R=R, C=C, target=target)
+    return x, [np.zeros(R, np.int32), np.zeros(R, np.int32), np.zeros((R, C), np.int32),
+               np.zeros(R, np.int64), np.zeros((R, C), np.int32), np.zeros((R, C), np.int64)]
+
+
+def test_reduction_options_of_triton(target, rng):
+    x, outs = reduction_options_case(rng)
+    triton_reduction_options[(1,)](x, *outs, R=R, C=C, target=target)
+    assert_reduction_options(x, outs)
+
+
+def assert_reduction_options(x: np.ndarray, outs: list[np.ndarray]) -> None:
+    peak, peak_at, low_at, wide, back_sums, back_products = outs
     np.testing.assert_array_equal(peak, x.max(axis=1))
     np.testing.assert_array_equal(peak_at, np.full(R, 3))
     np.testing.assert_array_equal(low_at, np.broadcast_to(x.argmin(axis=0), (R, C)))

@@ -48,8 +48,14 @@ def test_div_rn_and_sqrt_rn_round_correctly(target, rng, dtype):
             launch()
         return
     launch()
+    assert_rounded(x, y, outs)
+
+
+def assert_rounded(x: np.ndarray, y: np.ndarray, outs: list[np.ndarray]) -> None:
+    """``rounded``'s outputs (quotient, root, fdiv's quotient), bit for bit with NumPy's
+    (float16's quotient through float64, rounded once)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        quotient = x / y if dtype != "float16" else \
+        quotient = x / y if x.dtype != np.float16 else \
             (x.astype(np.float64) / y.astype(np.float64)).astype(x.dtype)
         root = np.sqrt(np.abs(x))
     assert same_bits(outs[0], quotient)
