@@ -24,6 +24,9 @@ from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 from kernels.layout import View, check_int32, contiguous_strides, new_view
 
+#: distinct constants a backend keeps on its device before it starts over
+CONSTANT_CACHE_SIZE = 4096
+
 
 class BurnError(ValueError):
     """Bad input to a burn op: the message names the op, the shapes and the dtypes."""
@@ -74,10 +77,30 @@ class Backend(ABC):
         return View(self.storage_from_numpy(flat), 0, tuple(array.shape),
                     contiguous_strides(array.shape), dtype)
 
+    def constant(self, scalar: np.ndarray) -> View:
+        """A 0-d view holding the 0-d array ``scalar``, shared by every call with the same
+        dtype and bits. Tensors are never mutated, so one copy serves them all: a Python
+        number in ``x * 0.5`` reaches the device once, not at every call (on a GPU each
+        upload would wait for the work queued before it)."""
+        key = (scalar.dtype.str, scalar.tobytes())
+        cache = self.__dict__.setdefault("_constants", {})
+        view = cache.get(key)
+        if view is None:
+            if len(cache) >= CONSTANT_CACHE_SIZE:
+                cache.clear()
+            view = cache[key] = self.from_numpy(scalar)
+        return view
+
     def to_numpy(self, view: View) -> np.ndarray:
         """A host copy of ``view`` with its shape."""
         flat = self.storage_to_numpy(view.storage, view.dtype)
         return np.array(strided_numpy(flat, view), copy=True)
+
+    def shares_storage_with(self, other: Backend) -> bool:
+        """Whether ``other``'s views are views of this backend too: a wrapper backend
+        (``Autodiff``) and the backend it wraps. ``Tensor.to`` moves between them without a
+        copy."""
+        return getattr(self, "inner", None) == other or getattr(other, "inner", None) == self
 
     def check_dtype(self, dtype: DType, op: str) -> None:
         """Raise ``BurnError`` if this backend cannot hold ``dtype``."""

@@ -122,7 +122,7 @@ def as_tensor_like(value: Any, like: Tensor, dtype: DType, op: str = "scalar") -
     array = np.asarray(value, dtype=np.float64 if dtype.is_float else None)
     if dtype.name in ("float16", "bfloat16"):
         array = array.astype(np.float32)
-    return Tensor(like.backend.from_numpy(array.astype(dtype.numpy).reshape(())), like.backend)
+    return Tensor(like.backend.constant(array.astype(dtype.numpy).reshape(())), like.backend)
 
 
 def _operands(op: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:

@@ -87,7 +87,8 @@ class Tensor:
 
     def to(self, target: Any) -> Tensor:
         """A copy on another backend/device (``"cpu"``, ``"cuda"``, ``"wgpu"``, ``"numpy"``
-        or a backend), or converted to a dtype (``burn.float16``, ``"float16"`` or a NumPy
+        or a backend; between an ``Autodiff`` backend and the one it wraps, the same storage,
+        untracked), or converted to a dtype (``burn.float16``, ``"float16"`` or a NumPy
         dtype such as ``np.float16``, as the creation functions accept)."""
         dtype = _dtype_of(target)
         if dtype is not None:
@@ -107,6 +108,9 @@ class Tensor:
                             f"{', '.join(d.name for d in dt.ALL)})") from None
         if backend == self.backend:  # the same device, maybe another Backend object
             return self
+        if backend.shares_storage_with(self.backend):  # into or out of an Autodiff backend
+            p = self.prim
+            return Tensor(View(p.storage, p.offset, p.shape, p.strides, p.dtype), backend)
         return Tensor(backend.from_numpy(self.numpy()), backend)
 
     def __repr__(self) -> str:
@@ -214,6 +218,11 @@ def same_backend(op: str, *tensors: Tensor) -> Backend:
     """The one backend of ``tensors``, or ``BurnError`` naming the op and both devices."""
     backend = tensors[0].backend
     for t in tensors[1:]:
+        if t.backend != backend and t.backend.device == backend.device:
+            # one device, two backends: an Autodiff backend's tensor and its inner one's
+            raise BurnError(f"{op}: tensors are on different backends ({backend!r} and "
+                            f"{t.backend!r}) of one device; create both on one backend, or use "
+                            ".detach() / .inner() to leave the Autodiff backend's graph")
         if t.backend != backend:
             raise BurnError(f"{op}: tensors are on different devices ({backend.device} and "
                             f"{t.backend.device}); move one with .to({backend.name!r})")

@@ -22,8 +22,8 @@ import numpy as np
 from ..backend.base import BurnError
 from .tensor import Tensor, int_arg, normalize_axes, normalize_axis, tensor_method
 
-__all__ = ["broadcast_shapes", "chunk", "contiguous", "expand", "flatten", "flip", "permute",
-           "reshape", "split", "squeeze", "transpose", "unsqueeze"]
+__all__ = ["broadcast_shapes", "chunk", "contiguous", "expand", "flatten", "flip", "narrow",
+           "permute", "reshape", "split", "squeeze", "transpose", "unsqueeze"]
 
 
 def _shape_arg(shape: tuple[Any, ...], op: str) -> tuple[int, ...]:
@@ -241,6 +241,26 @@ def flip(x: Tensor, axis: Any = None) -> Tensor:
             offset += (x.shape[a] - 1) * strides[a]
             strides[a] = -strides[a]
     return _relayout(x, offset, x.shape, strides)
+
+
+@tensor_method
+def narrow(x: Tensor, axis: int, start: int, length: int) -> Tensor:
+    """``length`` elements of ``x`` from ``start`` along ``axis``: a view.
+
+    Example:
+        >>> burn.tensor([[1, 2, 3], [4, 5, 6]]).narrow(1, 1, 2).tolist()
+        [[2, 3], [5, 6]]
+    """
+    a = normalize_axis(axis, x.ndim, "narrow")
+    start, length = int_arg(start, "narrow", "start"), int_arg(length, "narrow", "length")
+    if start < 0:
+        start += x.shape[a]
+    if not 0 <= start <= x.shape[a] or not 0 <= length <= x.shape[a] - start:
+        raise BurnError(f"narrow: elements {start} to {start + length} do not fit axis {a} of "
+                        f"shape {x.shape}")
+    shape = list(x.shape)
+    shape[a] = length
+    return _relayout(x, x.prim.offset + start * x.prim.strides[a], shape, x.prim.strides)
 
 
 def _index_tuple(key: Any) -> tuple[Any, ...]:

@@ -166,3 +166,26 @@ def test_pool_stays_bounded(backend, rng):
     assert after["reuses"] - before["reuses"] > 1000, after
     assert after["held_bytes"] <= before["held_bytes"] + created * 1024 * 1024, after
     assert after["in_use_bytes"] <= before["in_use_bytes"], after
+
+
+def test_constants_reach_the_backend_once(backend):
+    """``x * 0.5`` at every step of a loop uploads 0.5 once (a GPU upload waits for its
+    queue); distinct bits are distinct constants."""
+    half = backend.constant(np.array(0.5, np.float32))
+    assert backend.constant(np.array(0.5, np.float32)) is half
+    assert backend.constant(np.array(0.5, np.float64)) is not half
+    zero, negative_zero = (backend.constant(np.array(v, np.float32)) for v in (0.0, -0.0))
+    assert zero is not negative_zero
+    assert np.signbit(backend.to_numpy(negative_zero)) and not np.signbit(backend.to_numpy(zero))
+    x = burn.tensor([1.0, 2.0], backend=backend)
+    assert (x * 0.5).tolist() == [0.5, 1.0] and (x * 0.5).tolist() == [0.5, 1.0]
+
+
+def test_narrow(backend):
+    x = burn.tensor([[1, 2, 3], [4, 5, 6]], backend=backend)
+    assert x.narrow(1, 1, 2).tolist() == [[2, 3], [5, 6]]
+    assert x.narrow(0, -1, 1).tolist() == [[4, 5, 6]]
+    assert x.narrow(1, 3, 0).shape == (2, 0)
+    with pytest.raises(burn.BurnError, match=r"narrow: elements 2 to 4 do not fit axis 1 of "
+                                             r"shape \(2, 3\)"):
+        x.narrow(1, 2, 2)

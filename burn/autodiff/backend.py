@@ -1,0 +1,306 @@
+"""``Autodiff``: a backend that wraps another and records what gradients need.
+
+Every op runs on the inner backend (its kernels, its storage); when an input is tracked the
+result gets a ``graph.Node`` with the op's backward rule (``pointwise``, ``reductions``,
+``indexing``, ``linalg``). Untracked inputs cost one ``isinstance`` test per op. Results
+that are not floats (comparisons, indices, casts to integers) never track.
+
+Example:
+    >>> ad = burn.Autodiff(burn.Cpu())
+    >>> x = burn.tensor([1.0, 2.0, 3.0], backend=ad).require_grad()
+    >>> grads = (x.exp() * 2).sum().backward()
+    >>> x.grad(grads).shape
+    (3,)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cubepy.ir.dtypes import DType
+from kernels.layout import View
+
+from ..backend.base import Backend, BurnError
+from ..backend.ops import BackendOps
+from ..tensor import Tensor
+from . import indexing, linalg, pointwise, reductions
+from .graph import Node, Rule, TrackedView, injective, node_of, plain
+
+
+class Autodiff(BackendOps, Backend):
+    """Gradients for any backend: ``burn.Autodiff(burn.Cuda())``.
+
+    Tensors on it behave as on the inner backend; ``x.require_grad()`` marks a leaf,
+    ``loss.backward()`` returns the gradients, ``x.grad(grads)`` reads one (a tensor of the
+    inner backend), ``x.detach()`` stops tracking and ``x.inner()`` gives the inner tensor.
+
+    Example:
+        >>> ad = burn.Autodiff("cpu")
+        >>> w = burn.tensor([2.0], backend=ad).require_grad()
+        >>> (w * w * 3).sum().backward()[w].tolist()
+        [12.0]
+    """
+
+    def __init__(self, inner: Backend | str | None = None):
+        from ..backend import backend_for, default_backend
+
+        inner = default_backend() if inner is None else backend_for(inner)
+        if isinstance(inner, Autodiff):
+            raise BurnError("Autodiff(Autodiff(...)): gradients of gradients are not supported "
+                            "yet; wrap the plain backend once")
+        self.inner = inner
+        self.name = f"autodiff-{inner.name}"
+        self.dtypes = inner.dtypes
+
+    @property
+    def device(self) -> str:
+        return self.inner.device
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Autodiff) and self.inner == other.inner
+
+    def __hash__(self) -> int:
+        return hash((Autodiff, self.inner))
+
+    def __repr__(self) -> str:
+        return f"Autodiff({self.inner!r})"
+
+    # ---- storage: the inner backend's ----
+
+    def allocate(self, numel: int, dtype: DType) -> Any:
+        return self.inner.allocate(numel, dtype)
+
+    def storage_from_numpy(self, flat: Any) -> Any:
+        return self.inner.storage_from_numpy(flat)
+
+    def storage_to_numpy(self, storage: Any, dtype: DType) -> Any:
+        return self.inner.storage_to_numpy(storage, dtype)
+
+    # ---- recording ----
+
+    def tensor(self, view: View) -> Tensor:
+        """``view`` as a tensor of the inner backend (what rules compute with)."""
+        return Tensor(plain(view), self.inner)
+
+    def leaf(self, view: View) -> TrackedView:
+        """A new leaf over ``view``'s values (copied first if its layout aliases)."""
+        base = plain(view)
+        if not injective(base):
+            base = self.inner.copy(base)
+        node = Node("leaf", (), None, base.shape, base.dtype, self.inner)
+        return TrackedView(base.storage, base.offset, base.shape, base.strides, base.dtype,
+                           node)
+
+    def record(self, op: str, out: View, inputs: Sequence[View | None],
+               make_rule: Callable[[], Rule]) -> View:
+        """``out`` tracked by a node of ``op`` when an input is tracked and ``out`` is float."""
+        parents = tuple(node_of(v) for v in inputs)
+        if not out.dtype.is_float or all(p is None for p in parents):
+            return out
+        if not injective(out):  # origins of view chains never alias (graph's docstring)
+            out = self.inner.copy(out)
+        node = Node(op, parents, make_rule(), out.shape, out.dtype, self.inner)
+        return TrackedView(out.storage, out.offset, out.shape, out.strides, out.dtype, node)
+
+    # ---- elementwise ----
+
+    def unary(self, op: str, x: View, compute: DType, out_dtype: DType) -> View:
+        out = self.inner.unary(op, plain(x), compute, out_dtype)
+        if not pointwise.differentiable_unary(op):
+            return out
+        return self.record(op, out, (x,), lambda: pointwise.unary_rule(
+            op, self.tensor(x), self.tensor(out)))
+
+    def binary(self, op: str, x: View, y: View, compute: DType, out_dtype: DType) -> View:
+        out = self.inner.binary(op, plain(x), plain(y), compute, out_dtype)
+        if not pointwise.differentiable_binary(op):
+            return out
+        return self.record(op, out, (x, y), lambda: pointwise.binary_rule(
+            op, self.tensor(x), self.tensor(y), self.tensor(out)))
+
+    def where(self, cond: View, x: View, y: View, out_dtype: DType) -> View:
+        out = self.inner.where(plain(cond), plain(x), plain(y), out_dtype)
+        return self.record("where", out, (None, x, y),
+                           lambda: pointwise.where_rule(self.tensor(cond)))
+
+    def clamp(self, x: View, lo: Any, hi: Any, out_dtype: DType) -> View:
+        out = self.inner.clamp(plain(x), lo, hi, out_dtype)
+        return self.record("clamp", out, (x,),
+                           lambda: pointwise.clamp_rule(self.tensor(x), lo, hi))
+
+    def cast(self, x: View, dtype: DType) -> View:
+        out = self.inner.cast(plain(x), dtype)
+        return self.record("cast", out, (x,), lambda: pointwise.pass_through_rule)
+
+    def copy(self, x: View) -> View:
+        out = self.inner.copy(plain(x))
+        return self.record("copy", out, (x,), lambda: pointwise.pass_through_rule)
+
+    # ---- creation and random numbers: never tracked, but dropout ----
+
+    def full(self, shape: Sequence[int], value: Any, dtype: DType) -> View:
+        return self.inner.full(shape, value, dtype)
+
+    def arange(self, start: float, step: float, n: int, dtype: DType) -> View:
+        return self.inner.arange(start, step, n, dtype)
+
+    def linspace(self, start: float, stop: float, n: int, dtype: DType) -> View:
+        return self.inner.linspace(start, stop, n, dtype)
+
+    def eye(self, n: int, m: int, dtype: DType) -> View:
+        return self.inner.eye(n, m, dtype)
+
+    def random_uniform(self, shape, low, high, dtype, stream) -> View:  # noqa: ANN001
+        return self.inner.random_uniform(shape, low, high, dtype, stream)
+
+    def random_normal(self, shape, mean, std, dtype, stream) -> View:  # noqa: ANN001
+        return self.inner.random_normal(shape, mean, std, dtype, stream)
+
+    def random_randint(self, shape, low, high, dtype, stream) -> View:  # noqa: ANN001
+        return self.inner.random_randint(shape, low, high, dtype, stream)
+
+    def random_bernoulli(self, p: View, dtype: DType, stream: Any) -> View:
+        return self.inner.random_bernoulli(plain(p), dtype, stream)
+
+    def random_dropout(self, x: View, p: float, stream: Any) -> View:
+        if node_of(x) is None:
+            return self.inner.random_dropout(plain(x), p, stream)
+        # the same draws as the inner dropout of x: its mask is dropout of ones, and the
+        # backward pass needs that mask
+        ones = self.inner.full(x.shape, 1, x.dtype)
+        scale = self.tensor(self.inner.random_dropout(ones, p, stream))
+        out = self.inner.binary("mul", plain(x), scale.prim, x.dtype, x.dtype)
+        return self.record("dropout", out, (x,), lambda: _scaled_by(scale))
+
+    # ---- reductions ----
+
+    def reduce(self, op: str, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
+               ) -> View:
+        out = self.inner.reduce(op, plain(x), axes, compute, out_dtype)
+        return self.record(op, out, (x,), lambda: reductions.reduce_rule(
+            op, self.tensor(x), axes, self.tensor(out)))
+
+    def argreduce(self, op: str, x: View, axes: Sequence[int], out_dtype: DType) -> View:
+        return self.inner.argreduce(op, plain(x), axes, out_dtype)
+
+    def variance(self, x: View, axes: Sequence[int], correction: float, sqrt: bool,
+                 compute: DType, out_dtype: DType) -> View:
+        out = self.inner.variance(plain(x), axes, correction, sqrt, compute, out_dtype)
+        return self.record("std" if sqrt else "var", out, (x,), lambda: reductions.variance_rule(
+            self.tensor(x), axes, correction, sqrt, self.tensor(out)))
+
+    def logsumexp(self, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
+                  ) -> View:
+        out = self.inner.logsumexp(plain(x), axes, compute, out_dtype)
+        return self.record("logsumexp", out, (x,), lambda: reductions.logsumexp_rule(
+            self.tensor(x), axes, self.tensor(out)))
+
+    def scan(self, op: str, x: View, axis: int, compute: DType, out_dtype: DType) -> View:
+        out = self.inner.scan(op, plain(x), axis, compute, out_dtype)
+        return self.record(op, out, (x,), lambda: reductions.scan_rule(
+            op, self.tensor(x), axis, self.tensor(out)))
+
+    def softmax(self, x: View, axis: int, log: bool, compute: DType, out_dtype: DType) -> View:
+        out = self.inner.softmax(plain(x), axis, log, compute, out_dtype)
+        return self.record("log_softmax" if log else "softmax", out, (x,),
+                           lambda: reductions.softmax_rule(axis, log, self.tensor(out)))
+
+    def layer_norm(self, x: View, k: int, weight: View | None, bias: View | None, eps: float,
+                   compute: DType, out_dtype: DType) -> View:
+        out = self.inner.layer_norm(plain(x), k, _plain(weight), _plain(bias), eps, compute,
+                                    out_dtype)
+        return self.record("layer_norm", out, (x, weight, bias), lambda: (
+            reductions.layer_norm_rule(self.tensor(x), k, self._optional(weight), eps, compute)))
+
+    def rms_norm(self, x: View, k: int, weight: View | None, eps: float, compute: DType,
+                 out_dtype: DType) -> View:
+        out = self.inner.rms_norm(plain(x), k, _plain(weight), eps, compute, out_dtype)
+        return self.record("rms_norm", out, (x, weight), lambda: reductions.rms_norm_rule(
+            self.tensor(x), k, self._optional(weight), eps, compute))
+
+    def _optional(self, view: View | None) -> Tensor | None:
+        return None if view is None else self.tensor(view)
+
+    # ---- indexing, joining, sorting ----
+
+    def index_range(self, index: View) -> tuple[int, int]:
+        return self.inner.index_range(plain(index))
+
+    def gather(self, x: View, axis: int, index: View) -> View:
+        out = self.inner.gather(plain(x), axis, plain(index))
+        return self.record("gather", out, (x, None), lambda: indexing.gather_rule(
+            self.inner, self.tensor(x), axis, self.tensor(index)))
+
+    def take(self, x: View, axis: int, index: View) -> View:
+        out = self.inner.take(plain(x), axis, plain(index))
+        return self.record("take", out, (x, None), lambda: indexing.take_rule(
+            self.inner, self.tensor(x), axis, self.tensor(index)))
+
+    def scatter_add(self, x: View, axis: int, index: View, src: View) -> View:
+        out = self.inner.scatter_add(plain(x), axis, plain(index), plain(src))
+        return self.record("scatter_add", out, (x, None, src), lambda: (
+            indexing.scatter_add_rule(self.inner, axis, self.tensor(index), src.shape)))
+
+    def one_hot(self, index: View, num_classes: int, dtype: DType) -> View:
+        return self.inner.one_hot(plain(index), num_classes, dtype)
+
+    def triangle(self, x: View, diagonal: int, upper: bool) -> View:
+        out = self.inner.triangle(plain(x), diagonal, upper)
+        return self.record("triu" if upper else "tril", out, (x,),
+                           lambda: indexing.triangle_rule(diagonal, upper))
+
+    def cat(self, xs: Sequence[View], axis: int, dtype: DType) -> View:
+        out = self.inner.cat([plain(v) for v in xs], axis, dtype)
+        return self.record("cat", out, tuple(xs), lambda: indexing.cat_rule(
+            [v.shape[axis] for v in xs], axis))
+
+    def pad(self, x: View, pads: Sequence[tuple[int, int]], value: Any) -> View:
+        out = self.inner.pad(plain(x), pads, value)
+        return self.record("pad", out, (x,), lambda: indexing.pad_rule(x.shape, pads))
+
+    def sort(self, x: View, axis: int, k: int, descending: bool, index_dtype: DType
+             ) -> tuple[View, View]:
+        values, indices = self.inner.sort(plain(x), axis, k, descending, index_dtype)
+        values = self.record("sort", values, (x,), lambda: indexing.sort_rule(
+            self.inner, self.tensor(x), axis, self.tensor(indices)))
+        return values, indices
+
+    # ---- linear algebra, convolution, pooling ----
+
+    def matmul(self, a: View, b: View, out_dtype: DType) -> View:
+        out = self.inner.matmul(plain(a), plain(b), out_dtype)
+        return self.record("matmul", out, (a, b), lambda: linalg.matmul_rule(
+            self.tensor(a), self.tensor(b)))
+
+    def conv2d(self, x: View, weight: View, bias: View | None, stride: Sequence[int],
+               padding: Sequence[int], dilation: Sequence[int], groups: int,
+               out_size: Sequence[int]) -> View:
+        out = self.inner.conv2d(plain(x), plain(weight), _plain(bias), stride, padding,
+                                dilation, groups, out_size)
+        return self.record("conv2d", out, (x, weight, bias), lambda: linalg.conv2d_rule(
+            self.inner, self.tensor(x), self.tensor(weight), stride, padding, dilation, groups))
+
+    def pool2d(self, op: str, x: View, kernel: Sequence[int], stride: Sequence[int],
+               padding: Sequence[int], dilation: Sequence[int], out_size: Sequence[int]
+               ) -> View:
+        out = self.inner.pool2d(op, plain(x), kernel, stride, padding, dilation, out_size)
+        return self.record(f"{op}_pool2d", out, (x,), lambda: linalg.pool2d_rule(
+            self.inner, op, self.tensor(x), self.tensor(out), kernel, stride, padding,
+            dilation))
+
+    def adaptive_avg_pool2d(self, x: View, out_size: Sequence[int]) -> View:
+        out = self.inner.adaptive_avg_pool2d(plain(x), out_size)
+        return self.record("adaptive_avg_pool2d", out, (x,),
+                           lambda: linalg.adaptive_avg_pool2d_rule(self.inner, self.tensor(x)))
+
+
+def _plain(view: View | None) -> View | None:
+    return None if view is None else plain(view)
+
+
+def _scaled_by(scale: Tensor) -> Rule:
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
+        return (grad * scale,)
+
+    return rule

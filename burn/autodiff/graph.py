@@ -1,0 +1,188 @@
+"""The Autodiff backend's tape: nodes, tracked views, and the backward pass over them.
+
+Every tensor that needs a gradient has a ``TrackedView`` as its primitive: a ``View`` of the
+inner backend's storage plus the ``Node`` that made it. A node holds its op's name, one
+parent per op input (``None`` where the input needs no gradient) and the op's backward rule,
+which maps the gradient of the output to one gradient per input. Leaves (``require_grad``)
+have no rule. Nothing is mutated: ``backward`` walks the nodes from the loss and returns a
+``Gradients`` mapping, so one graph can be differentiated twice and tensors can be shared
+between threads.
+
+A view of a tracked tensor (reshape, permute, slicing, broadcasting) shares its storage, so
+its node points straight at the *origin* of the chain: the op output or leaf whose storage
+it is. That origin's layout never aliases (``injective``), so a storage position names one
+of its elements, whatever chain of views led there (see ``relayout.py``).
+
+Example:
+    >>> ad = burn.Autodiff(burn.Cpu())
+    >>> x = burn.tensor([1.0, 2.0], backend=ad).require_grad()
+    >>> grads = (x * x).sum().backward()
+    >>> x.grad(grads).tolist()
+    [2.0, 4.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cubepy.ir.dtypes import DType
+from kernels.layout import View
+
+from ..backend.base import Backend, BurnError
+
+#: ``rule(grad_of_output, needs) -> one gradient (or None) per input``; ``needs[i]`` says
+#: whether input ``i`` wants one, so a rule can skip work (a matmul's data operand)
+Rule = Callable[[Any, tuple[bool, ...]], Sequence[Any]]
+
+
+class Node:
+    """One recorded op (or a leaf): see the module docstring."""
+
+    __slots__ = ("op", "parents", "rule", "shape", "dtype", "inner", "__weakref__")
+
+    def __init__(self, op: str, parents: tuple[Node | None, ...], rule: Rule | None,
+                 shape: tuple[int, ...], dtype: DType, inner: Backend):
+        self.op = op
+        self.parents = parents
+        self.rule = rule
+        self.shape = shape
+        self.dtype = dtype
+        self.inner = inner
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.rule is None
+
+    def __repr__(self) -> str:
+        return f"Node({self.op}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+@dataclass(frozen=True, eq=False)
+class TrackedView(View):
+    """A view whose tensor needs a gradient: ``node`` made it; ``origin`` is the tracked view
+    whose storage it shares when it is a view of one (``None`` for op outputs and leaves)."""
+
+    node: Node | None = None
+    origin: TrackedView | None = None
+
+    def with_layout(self, offset: int, shape: Sequence[int], strides: Sequence[int]) -> View:
+        child = View(self.storage, int(offset), tuple(shape), tuple(strides), self.dtype)
+        if self.node is None:
+            return child
+        from .relayout import relayout_rule  # relayout builds on this module
+
+        origin = self.origin or self
+        node = Node("view", (origin.node,), relayout_rule(origin.node.inner, plain(origin), child),
+                    child.shape, child.dtype, origin.node.inner)
+        return TrackedView(child.storage, child.offset, child.shape, child.strides, child.dtype,
+                           node, origin)
+
+
+def plain(view: View) -> View:
+    """``view`` without tracking: what the inner backend's ops receive."""
+    if type(view) is View:
+        return view
+    return View(view.storage, view.offset, view.shape, view.strides, view.dtype)
+
+
+def node_of(view: View | None) -> Node | None:
+    """The node of a tracked view, else None."""
+    return view.node if isinstance(view, TrackedView) else None
+
+
+def injective(view: View) -> bool:
+    """Whether no two elements of ``view`` share a storage position."""
+    axes = sorted((abs(s), n) for n, s in zip(view.shape, view.strides) if n > 1)
+    extent = 1  # positions spanned by the faster axes so far
+    for stride, size in axes:
+        if stride < extent:
+            return False
+        extent = stride * (size - 1) + extent
+    return True
+
+
+def backward(root: Node, seed: Any) -> dict[Node, Any]:
+    """The gradient of every leaf that ``root`` depends on, given ``seed`` (a tensor of the
+    inner backend with ``root``'s shape) as the gradient of ``root``."""
+    grads: dict[Node, Any] = {root: seed}
+    leaves: dict[Node, Any] = {}
+    for node in _reverse_topological(root):
+        grad = grads.pop(node, None)
+        if grad is None:
+            continue
+        if node.is_leaf:
+            leaves[node] = grad
+            continue
+        needs = tuple(p is not None for p in node.parents)
+        results = node.rule(grad, needs)
+        if len(results) != len(node.parents):
+            raise RuntimeError(f"autodiff: the rule of {node.op} gave {len(results)} gradients "
+                               f"for {len(node.parents)} inputs")
+        for parent, result in zip(node.parents, results):
+            if parent is None or result is None:
+                continue
+            result = _fitted(node, parent, result)
+            grads[parent] = result if parent not in grads else grads[parent] + result
+    return leaves
+
+
+def _fitted(node: Node, parent: Node, grad: Any) -> Any:
+    if tuple(grad.shape) != parent.shape:
+        raise RuntimeError(f"autodiff: the rule of {node.op} gave a gradient of shape "
+                           f"{tuple(grad.shape)} for an input of shape {parent.shape}")
+    return grad if grad.dtype == parent.dtype else grad.to(parent.dtype)
+
+
+def _reverse_topological(root: Node) -> list[Node]:
+    """Nodes reachable from ``root``, each after every node that consumes it (iterative: a
+    long chain of ops must not hit Python's recursion limit)."""
+    order: list[Node] = []
+    seen = {id(root)}
+    stack: list[tuple[Node, int]] = [(root, 0)]
+    while stack:
+        node, i = stack.pop()
+        if i < len(node.parents):
+            stack.append((node, i + 1))
+            parent = node.parents[i]
+            if parent is not None and id(parent) not in seen:
+                seen.add(id(parent))
+                stack.append((parent, 0))
+        else:
+            order.append(node)
+    order.reverse()
+    return order
+
+
+class Gradients:
+    """The gradients of one ``backward``: ``grads[x]`` or ``x.grad(grads)`` for a leaf ``x``
+    (a tensor of the inner backend, or ``None`` when the loss does not depend on ``x``).
+
+    Example:
+        >>> grads = loss.backward()  # doctest: +SKIP
+        >>> w_grad = grads[w]  # doctest: +SKIP
+    """
+
+    def __init__(self, leaves: dict[Node, Any]):
+        self._leaves = leaves
+
+    def get(self, tensor: Any) -> Any:
+        """The gradient of the leaf ``tensor``, or None."""
+        node = node_of(getattr(tensor, "prim", None))
+        if node is None:
+            raise BurnError("grad: the tensor does not track gradients; call "
+                            "x = x.require_grad() on an Autodiff backend's tensor first")
+        if not node.is_leaf:
+            raise BurnError(f"grad: the tensor is the result of {node.op}, not a leaf; only "
+                            "tensors made with require_grad() keep their gradients")
+        return self._leaves.get(node)
+
+    def __getitem__(self, tensor: Any) -> Any:
+        return self.get(tensor)
+
+    def __len__(self) -> int:
+        return len(self._leaves)
+
+    def __repr__(self) -> str:
+        return f"Gradients({len(self._leaves)} leaves)"

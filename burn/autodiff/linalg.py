@@ -1,0 +1,178 @@
+"""Backward rules of matmul, convolution and pooling.
+
+- ``matmul``: ``ga = g @ b^T``, ``gb = a^T @ g`` per batch (broadcast batches are summed by
+  the views that broadcast them).
+- ``conv2d``: both gradients are convolutions too. The weight's is a convolution of the
+  input with the output gradient (stride and dilation swapped); the input's is a convolution
+  of the output gradient, dilated by the stride, with the weight flipped and its channel
+  axes swapped per group (a transposed convolution). So they run on the backend's own
+  convolution kernel, with groups.
+- ``avg`` pooling is a convolution with a constant weight per channel; ``max`` pooling sends
+  each window's gradient to the first element equal to its maximum (torch's choice), one
+  kernel tap at a time; adaptive average pooling is two matrix products with the windows'
+  weights.
+
+Example:
+    >>> ad = burn.Autodiff(burn.Cpu())
+    >>> w = burn.ones((2, 2), backend=ad).require_grad()
+    >>> (burn.ones((3, 2), backend=ad) @ w).sum().backward()[w].tolist()
+    [[3.0, 3.0], [3.0, 3.0]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..backend.base import Backend
+from ..tensor import Tensor
+from .functions import bt
+from .graph import Rule
+
+
+def _mT(t: Tensor) -> Tensor:  # noqa: N802 - torch's name for the matrix transpose
+    return t.transpose(-1, -2)
+
+
+def matmul_rule(a: Tensor, b: Tensor) -> Rule:
+    """The rule of ``a @ b`` (one batch shape)."""
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, Any]:
+        return (grad @ _mT(b) if needs[0] else None), (_mT(a) @ grad if needs[1] else None)
+
+    return rule
+
+
+def _dilated(grad: Tensor, stride: Sequence[int]) -> Tensor:
+    """``grad`` (N, C, OH, OW) with ``stride - 1`` zeros after each row and column."""
+    sh, sw = stride
+    if sh == 1 and sw == 1:
+        return grad
+    n, c, oh, ow = grad.shape
+    spread = bt.pad(grad.reshape((n, c, oh, 1, ow, 1)), (0, sw - 1, 0, 0, 0, sh - 1), 0.0)
+    return spread.reshape((n, c, oh * sh, ow * sw))
+
+
+def transposed_conv(inner: Backend, grad: Tensor, weight: Tensor, stride: Sequence[int],
+                    padding: Sequence[int], dilation: Sequence[int], groups: int,
+                    size: Sequence[int]) -> Tensor:
+    """The gradient of a convolution's input (N, C, *size) from that of its output."""
+    kh, kw = weight.shape[2:]
+    out_ch, in_per_group = weight.shape[:2]
+    swapped = weight.reshape((groups, out_ch // groups, in_per_group, kh, kw)).permute(
+        0, 2, 1, 3, 4).reshape((groups * in_per_group, out_ch // groups, kh, kw))
+    flipped = swapped.flip((2, 3)).contiguous()
+    spread = _dilated(grad, stride)
+    pads = []
+    for axis, (k, p, d) in enumerate(zip((kh, kw), padding, dilation)):
+        top = (k - 1) * d - p
+        if top < 0:  # more padding than the kernel reaches: those rows never got a gradient
+            skip = min(-top, spread.shape[2 + axis])
+            spread = spread.narrow(2 + axis, skip, spread.shape[2 + axis] - skip)
+            top = 0
+        pads.append(top)
+    n = grad.shape[0]
+    if spread.numel() == 0:
+        return bt.zeros((n, weight.shape[1] * groups, *size), dtype=grad.dtype, backend=inner)
+    return Tensor(inner.conv2d(spread.contiguous().prim, flipped.prim, None, (1, 1), tuple(pads),
+                               tuple(dilation), groups, tuple(size)), inner)
+
+
+def conv2d_rule(inner: Backend, x: Tensor, weight: Tensor, stride: Sequence[int],
+                padding: Sequence[int], dilation: Sequence[int], groups: int) -> Rule:
+    """The rule of ``conv2d(x, weight, bias)`` (inputs ``x``, weight, bias)."""
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, Any, Any]:
+        gx = transposed_conv(inner, grad, weight, stride, padding, dilation, groups,
+                             x.shape[2:]) if needs[0] else None
+        gw = _weight_grad(inner, grad, x, weight.shape, stride, padding, dilation, groups) \
+            if needs[1] else None
+        gb = grad.sum(axis=(0, 2, 3)) if needs[2] else None
+        return gx, gw, gb
+
+    return rule
+
+
+def _weight_grad(inner: Backend, grad: Tensor, x: Tensor, shape: Sequence[int],
+                 stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                 groups: int) -> Tensor:
+    n, c, h, w = x.shape
+    out_ch, in_per_group, kh, kw = shape
+    oh, ow = grad.shape[2:]
+    # batch and channel swap places: the input's channels become the batch, and the batch
+    # becomes the channels, grouped as the weight is
+    inputs = x.reshape((n, groups, in_per_group, h, w)).permute(2, 1, 0, 3, 4).reshape(
+        (in_per_group, groups * n, h, w))
+    taps = grad.reshape((n, groups, out_ch // groups, oh, ow)).permute(1, 2, 0, 3, 4).reshape(
+        (out_ch, n, oh, ow))
+    result = Tensor(inner.conv2d(inputs.contiguous().prim, taps.contiguous().prim, None,
+                                 tuple(dilation), tuple(padding), tuple(stride), groups,
+                                 (kh, kw)), inner)
+    return result.permute(1, 0, 2, 3)
+
+
+def pool2d_rule(inner: Backend, op: str, x: Tensor, out: Tensor, kernel: Sequence[int],
+                stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> Rule:
+    """The rule of ``max`` or ``avg`` pooling of ``x`` (N, C, H, W)."""
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
+        if op == "avg":
+            c = x.shape[1]
+            weight = bt.full((c, 1, *kernel), 1.0 / (kernel[0] * kernel[1]), dtype=grad.dtype,
+                             backend=inner)
+            return (transposed_conv(inner, grad, weight, stride, padding, dilation, c,
+                                    x.shape[2:]),)
+        return (_max_pool_grad(grad, x, out, kernel, stride, padding, dilation),)
+
+    return rule
+
+
+def _max_pool_grad(grad: Tensor, x: Tensor, out: Tensor, kernel: Sequence[int],
+                   stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]
+                   ) -> Tensor:
+    (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
+    n, c, h, w = x.shape
+    oh, ow = out.shape[2:]
+    padded = bt.pad(x, (pw, pw, ph, ph), -float("inf"))
+    view = padded.prim
+    spread = _dilated(grad, stride)
+    total = bt.zeros(padded.shape, dtype=grad.dtype, backend=grad.backend)
+    taken = None
+    for a in range(kernel[0]):
+        for b in range(kernel[1]):
+            # the element each window reads at tap (a, b): a strided view of the padding
+            tap = Tensor(view.with_layout(
+                view.offset + a * dh * view.strides[2] + b * dw * view.strides[3],
+                (n, c, oh, ow),
+                (view.strides[0], view.strides[1], sh * view.strides[2], sw * view.strides[3])),
+                padded.backend)
+            first = tap == out if taken is None else (tap == out) & ~taken
+            taken = first if taken is None else taken | first
+            share = _dilated(bt.where(first, grad, 0.0), stride)
+            rows = min(spread.shape[2], padded.shape[2] - a * dh)
+            cols = min(spread.shape[3], padded.shape[3] - b * dw)
+            placed = bt.pad(share.narrow(2, 0, rows).narrow(3, 0, cols),
+                            (b * dw, padded.shape[3] - b * dw - cols,
+                             a * dh, padded.shape[2] - a * dh - rows), 0.0)
+            total = total + placed
+    return total.narrow(2, ph, h).narrow(3, pw, w)
+
+
+def _window_matrix(size: int, out: int) -> np.ndarray:
+    """(out, size): row ``i`` averages the window ``[floor(i*size/out), ceil((i+1)*size/out))``."""
+    matrix = np.zeros((out, size))
+    for i in range(out):
+        lo, hi = (i * size) // out, -((-(i + 1) * size) // out)
+        matrix[i, lo:hi] = 1.0 / (hi - lo)
+    return matrix
+
+
+def adaptive_avg_pool2d_rule(inner: Backend, x: Tensor) -> Rule:
+    """The rule of adaptive average pooling: ``out = A_h @ x @ A_w^T`` per image."""
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
+        h, w = x.shape[2:]
+        oh, ow = grad.shape[2:]
+        rows = bt.from_numpy(_window_matrix(h, oh).astype(grad.dtype.numpy), backend=inner)
+        cols = bt.from_numpy(_window_matrix(w, ow).astype(grad.dtype.numpy), backend=inner)
+        return (_mT(rows) @ grad @ cols,)
+
+    return rule
