@@ -4,10 +4,10 @@ two interleaved spirals apart, on any backend.
     python examples/train_mlp.py                  # the default backend (CUDA, WebGPU or CPU)
     python examples/train_mlp.py --backend wgpu   # or cpu, cuda, numpy
 
-Every op of the forward pass and of the gradients is a cubepy kernel of the chosen backend;
-``burn.Autodiff`` records the graph and ``loss.backward()`` returns the gradients. The update
-is plain SGD with momentum, written with tensor ops. Exits non-zero if the network does not
-learn (training accuracy under 95 %).
+Every op of the forward pass and of the gradients is a cubepy kernel of the chosen backend:
+``burn.nn`` builds the network, ``burn.Autodiff`` records the graph, ``loss.backward()``
+returns the gradients and ``burn.optim.SGD`` (with momentum) makes the next model. Exits
+non-zero if the network does not learn (training accuracy under 95 %).
 """
 
 from __future__ import annotations
@@ -31,24 +31,14 @@ def spirals(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return points.astype(np.float32), labels
 
 
-def init_params(backend: burn.Autodiff, hidden: int, seed: int = 0) -> list[burn.Tensor]:
-    """Weights scaled by 1/sqrt(fan-in), zero biases; each a leaf that needs a gradient."""
-    rng = np.random.default_rng(seed)
-    shapes = [(2, hidden), (hidden,), (hidden, hidden), (hidden,), (hidden, 2), (2,)]
-    params = []
-    for shape in shapes:
-        scale = 1 / np.sqrt(shape[0]) if len(shape) == 2 else 0.0
-        values = (rng.normal(size=shape) * scale).astype(np.float32)
-        params.append(burn.from_numpy(values, backend=backend).require_grad())
-    return params
-
-
-def forward(params: list[burn.Tensor], x: burn.Tensor) -> burn.Tensor:
-    """Log-probabilities of the two classes: two tanh layers, then log-softmax."""
-    w1, b1, w2, b2, w3, b3 = params
-    h = burn.tanh(x @ w1 + b1)
-    h = burn.tanh(h @ w2 + b2)
-    return (h @ w3 + b3).log_softmax(axis=1)
+def make_model(backend: burn.Autodiff, hidden: int, seed: int = 0) -> burn.nn.Module:
+    """Two tanh layers and a linear read-out to the two classes' logits, parameters tracked."""
+    generator = burn.Generator(seed)
+    model = burn.nn.Sequential(
+        burn.nn.Linear(2, hidden, generator=generator), burn.nn.Tanh(),
+        burn.nn.Linear(hidden, hidden, generator=generator), burn.nn.Tanh(),
+        burn.nn.Linear(hidden, 2, generator=generator))
+    return model.to(backend).require_grad()
 
 
 def train(backend: burn.Backend, steps: int = 300, hidden: int = 32, lr: float = 0.3,
@@ -59,20 +49,18 @@ def train(backend: burn.Backend, steps: int = 300, hidden: int = 32, lr: float =
     ad = burn.Autodiff(backend)
     points, labels = spirals(n)
     x = burn.from_numpy(points, backend=ad)
-    target = burn.from_numpy(labels.reshape(-1, 1), backend=ad)
-    params = init_params(ad, hidden)
-    velocity = [burn.zeros_like(p.inner()) for p in params]
+    target = burn.from_numpy(labels, backend=ad)
+    model = make_model(ad, hidden)
+    optimizer = burn.optim.SGD(lr=lr, momentum=momentum)
     losses = []
     for step in range(steps):
-        loss = -forward(params, x).gather(1, target).mean()
-        grads = loss.backward()
+        loss = burn.nn.cross_entropy(model(x), target)
+        # the step returns the next model (new leaves); nothing is mutated
+        model = optimizer.step(model, loss.backward())
         losses.append(loss.item())
-        # the update runs on the inner backend and makes new leaves: nothing is mutated
-        velocity = [v * momentum + grads[p] for v, p in zip(velocity, params)]
-        params = [(p.inner() - v * lr).to(ad).require_grad() for p, v in zip(params, velocity)]
         if log_every and (step % log_every == 0 or step == steps - 1):
             print(f"step {step:4d}  loss {losses[-1]:.4f}", flush=True)
-    predicted = forward(params, x).argmax(axis=1).numpy()
+    predicted = model(x).argmax(axis=1).numpy()
     return losses, float(np.mean(predicted == labels))
 
 

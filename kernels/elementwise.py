@@ -35,7 +35,11 @@ ARITHMETIC_BINARY = ("add", "sub", "mul", "div", "floor_divide", "remainder", "p
 COMPARISON_BINARY = ("eq", "ne", "lt", "le", "gt", "ge")
 LOGICAL_BINARY = ("logical_and", "logical_or", "logical_xor")
 BITWISE_BINARY = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
-BINARY_OPS = ARITHMETIC_BINARY + COMPARISON_BINARY + LOGICAL_BINARY + BITWISE_BINARY
+#: ``g * f'(v)`` for an activation ``f``, in one kernel (burn's Autodiff backend): ``v`` is the
+#: input for gelu, silu and relu, the output for tanh and sigmoid
+DERIVATIVE_BINARY = ("gelu_grad", "silu_grad", "relu_grad", "tanh_grad", "sigmoid_grad")
+BINARY_OPS = (ARITHMETIC_BINARY + COMPARISON_BINARY + LOGICAL_BINARY + BITWISE_BINARY
+              + DERIVATIVE_BINARY)
 
 
 @cube.func
@@ -165,8 +169,28 @@ def apply_binary(a, b, OP):
         r = a ^ b
     elif OP == "left_shift":
         r = a << b
-    else:  # right_shift
+    elif OP == "right_shift":
         r = a >> b
+    else:
+        r = activation_derivative(a, b, OP)
+    return r
+
+
+@cube.func
+def activation_derivative(g, v, OP):
+    # g times the activation's derivative, from its input (gelu, silu, relu) or output
+    if OP == "gelu_grad":  # Phi(v) + v * phi(v)
+        r = g * (0.5 * (1.0 + cube.erf(v * 0.7071067811865476))
+                 + v * cube.exp(v * v * -0.5) * 0.3989422804014327)
+    elif OP == "silu_grad":
+        s = cube.sigmoid(v)
+        r = g * (s * (1.0 + v * (1.0 - s)))
+    elif OP == "relu_grad":
+        r = cube.where(v > 0, g, 0.0)
+    elif OP == "tanh_grad":
+        r = g * (1.0 - v * v)
+    else:  # sigmoid_grad
+        r = g * (v * (1.0 - v))
     return r
 
 

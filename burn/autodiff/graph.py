@@ -181,6 +181,10 @@ class Gradients:
     def __getitem__(self, tensor: Any) -> Any:
         return self.get(tensor)
 
+    def leaves(self) -> dict[Node, Any]:
+        """Every leaf's gradient by its node (a copy: ``Gradients`` is never mutated)."""
+        return dict(self._leaves)
+
     def __len__(self) -> int:
         return len(self._leaves)
 

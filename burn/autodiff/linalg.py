@@ -2,11 +2,11 @@
 
 - ``matmul``: ``ga = g @ b^T``, ``gb = a^T @ g`` per batch (broadcast batches are summed by
   the views that broadcast them).
-- ``conv2d``: both gradients are convolutions too. The weight's is a convolution of the
-  input with the output gradient (stride and dilation swapped); the input's is a convolution
-  of the output gradient, dilated by the stride, with the weight flipped and its channel
-  axes swapped per group (a transposed convolution). So they run on the backend's own
-  convolution kernel, with groups.
+- ``conv2d``: the input's gradient is a convolution of the output gradient, dilated by the
+  stride, with the weight flipped and its channel axes swapped per group (a transposed
+  convolution), on the backend's own convolution kernel. The weight's is one matrix product
+  of the output gradient with the unfolded input (every window as a row: a strided view of
+  the padded input per kernel tap), batched over groups.
 - ``avg`` pooling is a convolution with a constant weight per channel; ``max`` pooling sends
   each window's gradient to the first element equal to its maximum (torch's choice), one
   kernel tap at a time; adaptive average pooling is two matrix products with the windows'
@@ -93,22 +93,50 @@ def conv2d_rule(inner: Backend, x: Tensor, weight: Tensor, stride: Sequence[int]
     return rule
 
 
+#: elements of the unfolded input (``_unfolded``) one product of the weight gradient reads;
+#: larger batches are cut into parts
+UNFOLD_LIMIT = 1 << 26
+
+
+def _unfolded(x: Tensor, kernel: Sequence[int], stride: Sequence[int],
+              padding: Sequence[int], dilation: Sequence[int], out: Sequence[int]) -> Tensor:
+    """(N, OH, OW, C, KH * KW): every input element each output pixel's window reads, one
+    strided view of the padded input per kernel tap, joined in one copy."""
+    (ph, pw), (sh, sw), (dh, dw) = padding, stride, dilation
+    padded = bt.pad(x, (pw, pw, ph, ph), 0.0) if ph or pw else x
+    view = padded.prim
+    n, c = x.shape[:2]
+    taps = []
+    for a in range(kernel[0]):
+        for b in range(kernel[1]):
+            offset = view.offset + a * dh * view.strides[2] + b * dw * view.strides[3]
+            tap = view.with_layout(offset, (n, out[0], out[1], c, 1),
+                                   (view.strides[0], sh * view.strides[2],
+                                    sw * view.strides[3], view.strides[1], 1))
+            taps.append(Tensor(tap, padded.backend))
+    return bt.cat(taps, axis=4)
+
+
 def _weight_grad(inner: Backend, grad: Tensor, x: Tensor, shape: Sequence[int],
                  stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
                  groups: int) -> Tensor:
-    n, c, h, w = x.shape
-    out_ch, in_per_group, kh, kw = shape
+    """``grad_w[o, c, a, b] = sum over n, oh, ow of grad[n, o, oh, ow] * window[...]``: one
+    (batched over groups) matrix product of the output gradient and the unfolded input."""
+    n = x.shape[0]
+    out_ch, per_group, kh, kw = shape
     oh, ow = grad.shape[2:]
-    # batch and channel swap places: the input's channels become the batch, and the batch
-    # becomes the channels, grouped as the weight is
-    inputs = x.reshape((n, groups, in_per_group, h, w)).permute(2, 1, 0, 3, 4).reshape(
-        (in_per_group, groups * n, h, w))
-    taps = grad.reshape((n, groups, out_ch // groups, oh, ow)).permute(1, 2, 0, 3, 4).reshape(
-        (out_ch, n, oh, ow))
-    result = Tensor(inner.conv2d(inputs.contiguous().prim, taps.contiguous().prim, None,
-                                 tuple(dilation), tuple(padding), tuple(stride), groups,
-                                 (kh, kw)), inner)
-    return result.permute(1, 0, 2, 3)
+    rows = max(1, UNFOLD_LIMIT // max(1, oh * ow * x.shape[1] * kh * kw))
+    total = None
+    for start in range(0, n, rows):
+        count = min(rows, n - start)
+        cols = _unfolded(x.narrow(0, start, count), (kh, kw), stride, padding, dilation,
+                         (oh, ow)).reshape((count * oh * ow, groups, per_group * kh * kw))
+        taps = grad.narrow(0, start, count).reshape(
+            (count, groups, out_ch // groups, oh * ow)).permute(1, 2, 0, 3).reshape(
+            (groups, out_ch // groups, count * oh * ow))
+        part = taps @ cols.permute(1, 0, 2)
+        total = part if total is None else total + part
+    return total.reshape((out_ch, per_group, kh, kw))
 
 
 def pool2d_rule(inner: Backend, op: str, x: Tensor, out: Tensor, kernel: Sequence[int],

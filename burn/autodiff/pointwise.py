@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from cubepy.ir import dtypes as dt
+
 from ..tensor import Tensor
 from .functions import bt
 from .graph import Rule
@@ -71,11 +73,22 @@ def differentiable_unary(op: str) -> bool:
     return op in _UNARY or op in _FLAT
 
 
+#: activations whose ``g * f'`` is one kernel op (``kernels.elementwise.DERIVATIVE_BINARY``),
+#: and whether it reads the output (else the input)
+_FUSED = {"gelu": False, "silu": False, "relu": False, "tanh": True, "sigmoid": True}
+
+
 def unary_rule(op: str, x: Tensor, y: Tensor) -> Rule:
     """The rule of ``y = op(x)``."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
         if op in _FLAT:
             return (bt.zeros_like(x),)
+        if op in _FUSED and grad.dtype == y.dtype:
+            inner = grad.backend
+            compute = dt.float32 if grad.dtype.bits < 32 else grad.dtype
+            v = y if _FUSED[op] else x.to(y.dtype)
+            return (Tensor(inner.binary(f"{op}_grad", grad.prim, v.prim, compute, grad.dtype),
+                           inner),)
         return (grad * _UNARY[op](x, y),)
 
     return rule

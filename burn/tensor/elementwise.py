@@ -36,7 +36,10 @@ from .views import broadcast_shapes, expand
 
 Scalar = (bool, int, float, np.generic)
 
-__all__ = [*kernel_ops.BINARY_OPS, *(op for op in kernel_ops.UNARY_OPS if op != "identity"),
+#: the binary ops that are tensor functions (activations' derivatives are Autodiff's own)
+PUBLIC_BINARY = tuple(op for op in kernel_ops.BINARY_OPS if op not in kernel_ops.DERIVATIVE_BINARY)
+
+__all__ = [*PUBLIC_BINARY, *(op for op in kernel_ops.UNARY_OPS if op != "identity"),
            "where", "clamp", "cast", "apply_unary", "apply_binary"]
 
 
@@ -189,7 +192,7 @@ def _binary_function(op: str):
 
 UNARY_FUNCTIONS = {op: tensor_method(_unary_function(op))
                    for op in kernel_ops.UNARY_OPS if op != "identity"}
-BINARY_FUNCTIONS = {op: tensor_method(_binary_function(op)) for op in kernel_ops.BINARY_OPS}
+BINARY_FUNCTIONS = {op: tensor_method(_binary_function(op)) for op in PUBLIC_BINARY}
 
 _OPERATORS = {
     "add": "__add__", "sub": "__sub__", "mul": "__mul__", "div": "__truediv__",

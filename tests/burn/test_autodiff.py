@@ -238,3 +238,12 @@ def test_dropout_uses_the_same_draws(backend, rng):
     grad = out.sum().backward()[leaf].numpy()
     np.testing.assert_allclose(grad, plain_out / x.numpy(), rtol=1e-5)
     assert 0 < np.count_nonzero(grad) < 50
+
+
+def test_conv2d_weight_gradient_in_parts(backend, rng, monkeypatch):
+    """A batch whose unfolded input passes the limit is summed one part at a time."""
+    from burn.autodiff import linalg
+
+    monkeypatch.setattr(linalg, "UNFOLD_LIMIT", 1)  # one image per part
+    check_gradients(lambda a, c: burn.conv2d(a, c, stride=2, padding=1),
+                    [normal(3, 2, 5, 5)(rng), normal(4, 2, 3, 3)(rng)], backend, "float32", rng)

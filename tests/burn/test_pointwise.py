@@ -8,6 +8,7 @@ import pytest
 from optest import VIEW_KINDS, check, on, random_tensor, strided, supports
 
 import burn
+from burn.tensor import elementwise
 from kernels import elementwise as kernel_ops
 
 # input ranges where each op is defined and well conditioned
@@ -72,7 +73,18 @@ def test_dtype_matrix(backend, ref, rng, dtype):
     check(lambda b: on(b, x).to(burn.float32), backend, ref)
 
 
-@pytest.mark.parametrize("op", kernel_ops.BINARY_OPS)
+@pytest.mark.parametrize("op", kernel_ops.DERIVATIVE_BINARY)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_activation_derivatives(backend, ref, rng, op, dtype):
+    """The one-kernel ``g * f'(v)`` ops of the Autodiff backend, as the NumPy reference."""
+    if dtype not in backend.dtypes:
+        pytest.skip("dtype refusals are checked in test_pointwise.py::test_dtype_matrix")
+    g, v = random_tensor(rng, (3, 70), dtype), random_tensor(rng, (3, 70), dtype, -3.0, 3.0)
+    check(lambda b: burn.Tensor(b.binary(op, on(b, g).prim, on(b, v).prim, burn.float32,
+                                         on(b, g).dtype), b), backend, ref)
+
+
+@pytest.mark.parametrize("op", elementwise.PUBLIC_BINARY)
 def test_binary_broadcast(backend, ref, rng, op):
     ints = op in kernel_ops.BITWISE_BINARY or op in ("floor_divide", "remainder")
     dtype = "int32" if ints else "float32"

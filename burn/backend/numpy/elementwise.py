@@ -78,6 +78,12 @@ BINARY = {
     "logical_xor": lambda a, b: (a != 0) ^ (b != 0),
     "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
     "left_shift": np.left_shift, "right_shift": np.right_shift,
+    "gelu_grad": lambda g, v: g * (0.5 * (1.0 + _erf_like(v * 0.7071067811865476))
+                                   + v * np.exp(v * v * -0.5) * 0.3989422804014327),
+    "silu_grad": lambda g, v: g * (_sigmoid(v) * (1.0 + v * (1.0 - _sigmoid(v)))),
+    "relu_grad": lambda g, v: np.where(v > 0, g, 0).astype(g.dtype),
+    "tanh_grad": lambda g, v: g * (1.0 - v * v),
+    "sigmoid_grad": lambda g, v: g * (v * (1.0 - v)),
 }
 
 

@@ -1,0 +1,53 @@
+"""``Adam`` and ``AdamW`` (decoupled weight decay), as torch's.
+
+Example:
+    >>> opt = burn.optim.AdamW(lr=1e-3, weight_decay=0.01)
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..backend.base import BurnError
+from ..tensor.tensor import Tensor
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """``p -= lr * m_hat / (sqrt(v_hat) + eps)`` with the moments ``m``, ``v`` of the gradient
+    (``betas``) corrected for their zero start; ``weight_decay`` adds ``weight_decay * p`` to
+    the gradient (L2, as torch's Adam)."""
+
+    decoupled = False
+
+    def __init__(self, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0):
+        super().__init__(lr)
+        if not all(0.0 <= b < 1.0 for b in betas):
+            raise BurnError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
+        self.betas, self.eps, self.weight_decay = betas, eps, weight_decay
+
+    def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
+        b1, b2 = self.betas
+        if self.weight_decay and self.decoupled:
+            param = param * (1 - lr * self.weight_decay)
+        elif self.weight_decay:
+            grad = grad + param * self.weight_decay
+        t = self.count(name)
+        m = self.slot(name, "exp_avg", grad) * b1 + grad * (1 - b1)
+        v = self.slot(name, "exp_avg_sq", grad) * b2 + grad * grad * (1 - b2)
+        self.state[name]["exp_avg"], self.state[name]["exp_avg_sq"] = m, v
+        step = lr / (1 - b1 ** t)
+        denominator = v.sqrt() * (1 / math.sqrt(1 - b2 ** t)) + self.eps
+        return param - m / denominator * step
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: ``p *= 1 - lr * weight_decay`` before the step
+    (default ``weight_decay`` 0.01, as torch's)."""
+
+    decoupled = True
+
+    def __init__(self, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.01):
+        super().__init__(lr, betas, eps, weight_decay)

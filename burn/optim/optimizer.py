@@ -1,0 +1,92 @@
+"""``Optimizer``: one step from a module and its gradients to the next module.
+
+``step(module, grads)`` returns a new module: each parameter with a gradient is updated on
+the Autodiff backend's inner backend and becomes a fresh leaf; a parameter without one (not
+reached by the loss, or not tracked) is kept as it was. The optimizer's own state (momentum,
+moments) is kept by parameter path (``"layers.0.weight"``), so it follows the parameter from
+one step's module to the next. 16-bit float parameters are updated in float32 (their state
+too) and rounded once.
+
+Example:
+    >>> opt = burn.optim.SGD(lr=0.1)
+    >>> model = opt.step(model, loss.backward())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cubepy.ir import dtypes as dt
+
+from ..autodiff import Gradients
+from ..backend.base import BurnError
+from ..nn.module import Module
+from ..tensor.tensor import Tensor
+
+
+class Optimizer:
+    """Base of the optimizers: subclasses define ``update``."""
+
+    def __init__(self, lr: float):
+        if not lr >= 0.0:
+            raise BurnError(f"{type(self).__name__}: the learning rate must be >= 0, got {lr}")
+        self.lr = lr
+        #: per parameter path: the tensors (and step count) the update rule keeps
+        self.state: dict[str, dict[str, Any]] = {}
+
+    def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
+        """The new value of ``param`` (inner backend, compute dtype) from its gradient."""
+        raise NotImplementedError
+
+    def step(self, module: Module, grads: Gradients, lr: float | None = None) -> Module:
+        """The module after one update (``lr`` overrides the optimizer's for this step, as a
+        schedule would)."""
+        if not isinstance(grads, Gradients):
+            raise BurnError(f"{type(self).__name__}.step: expected the Gradients that "
+                            f"backward() returned, got {type(grads).__name__}")
+        rate = self.lr if lr is None else lr
+
+        def updated(name: str, p: Tensor) -> Tensor:
+            if not p.requires_grad:
+                return p
+            grad = grads.get(p)
+            if grad is None:
+                return p
+            compute = dt.float32 if p.dtype.itemsize < 4 else p.dtype
+            new = self.update(name, p.inner().to(compute), grad.to(compute), rate)
+            return new.to(p.dtype).to(p.backend).require_grad()
+
+        return module.map_parameters(updated)
+
+    def slot(self, name: str, key: str, like: Tensor) -> Tensor:
+        """The state tensor ``key`` of parameter ``name`` (zeros like ``like`` at first)."""
+        state = self.state.setdefault(name, {})
+        if key not in state:
+            state[key] = like * 0
+        return state[key]
+
+    def count(self, name: str) -> int:
+        """The step number of parameter ``name`` (1 at its first update)."""
+        state = self.state.setdefault(name, {})
+        state["step"] = state.get("step", 0) + 1
+        return state["step"]
+
+
+def clip_grad_norm(grads: Gradients, max_norm: float) -> tuple[Gradients, Tensor]:
+    """Gradients scaled so that their global L2 norm is at most ``max_norm``, and that norm
+    before scaling (a one-element tensor; nothing is read back to the host).
+
+    Example:
+        >>> grads, norm = burn.optim.clip_grad_norm(loss.backward(), 1.0)  # doctest: +SKIP
+    """
+    leaves = grads.leaves()
+    if not leaves:
+        raise BurnError("clip_grad_norm: the gradients hold no tensor (the loss depends on no "
+                        "parameter)")
+    squares = [(g.to(dt.float32) * g.to(dt.float32)).sum() for g in leaves.values()]
+    total = squares[0]
+    for s in squares[1:]:
+        total = total + s
+    norm = total.sqrt()
+    scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
+    return Gradients({node: g * scale.to(g.dtype) for node, g in leaves.items()}), norm

@@ -1,0 +1,36 @@
+"""``SGD`` with momentum, dampening, Nesterov momentum and weight decay, as torch's.
+
+Example:
+    >>> opt = burn.optim.SGD(lr=0.01, momentum=0.9, nesterov=True)
+"""
+
+from __future__ import annotations
+
+from ..backend.base import BurnError
+from ..tensor.tensor import Tensor
+from .optimizer import Optimizer
+
+
+class SGD(Optimizer):
+    """``p -= lr * g`` with ``g = grad + weight_decay * p`` and, with ``momentum``, the
+    buffer ``b = momentum * b + (1 - dampening) * g`` (``b = g`` at the first step) used as
+    ``g`` (or ``g + momentum * b`` with ``nesterov``)."""
+
+    def __init__(self, lr: float, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False):
+        super().__init__(lr)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise BurnError("SGD: nesterov needs a momentum > 0 and no dampening")
+        self.momentum, self.dampening = momentum, dampening
+        self.weight_decay, self.nesterov = weight_decay, nesterov
+
+    def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
+        if self.weight_decay:
+            grad = grad + param * self.weight_decay
+        if self.momentum:
+            first = self.count(name) == 1
+            previous = self.slot(name, "momentum", grad)
+            buffer = grad if first else previous * self.momentum + grad * (1 - self.dampening)
+            self.state[name]["momentum"] = buffer
+            grad = grad + buffer * self.momentum if self.nesterov else buffer
+        return param - grad * lr
