@@ -6,6 +6,8 @@ first.
   (one-hot weights, so no index read-back), at a compute-bound size and a host-bound one.
 - ``cnn``: x (N, 32, 56, 56) -> conv 3x3 -> relu -> conv 3x3 stride 2 -> relu -> mean over
   the image -> linear -> log_softmax -> NLL.
+- ``training``: whole steps (forward, backward, AdamW) of ``burn.nn`` layers and
+  ``burn.optim.AdamW`` against torch.nn and torch.optim.AdamW, from the same weights.
 
 CUDA events around batches of steps (``burn_gpu_bench.gpu_seconds``), five turns, medians.
 
@@ -114,12 +116,67 @@ def run(name: str, model: Callable, case: tuple[list, torch.Tensor, torch.Tensor
           f"{med['torch'] / med['burn']:.3f}x")
 
 
+def training_steps(batch: int, width: int, steps: int = 5) -> None:
+    """A whole step (forward, backward, AdamW) of a 3-layer gelu MLP of nn layers, bf16
+    parameters, against torch.nn and torch.optim.AdamW (foreach) from the same weights; the
+    loss is the one-hot form (burn's cross_entropy reads the labels' range back to check
+    them, a host synchronization per call)."""
+    torch_model = torch.nn.Sequential(
+        torch.nn.Linear(width, width), torch.nn.GELU(), torch.nn.Linear(width, width),
+        torch.nn.GELU(), torch.nn.Linear(width, 10)).cuda().bfloat16()
+    model = burn.nn.Sequential(
+        burn.nn.Linear(width, width, dtype=burn.bfloat16), burn.nn.GELU(),
+        burn.nn.Linear(width, width, dtype=burn.bfloat16), burn.nn.GELU(),
+        burn.nn.Linear(width, 10, dtype=burn.bfloat16))
+    state = {name: p.detach().float().cpu().numpy()
+             for name, p in zip([n for n, _ in model.named_parameters()],
+                                torch_model.parameters())}
+    model = model.load_state_dict(state).to(AD).require_grad()
+    x = torch.randn(batch, width, device="cuda").bfloat16()
+    onehot = torch.nn.functional.one_hot(torch.randint(0, 10, (batch,), device="cuda"),
+                                         10).bfloat16()
+    xb, ob = from_torch(x, burn.Cuda()).to(AD), from_torch(onehot, burn.Cuda()).to(AD)
+    ours, theirs = burn.optim.AdamW(lr=1e-3), torch.optim.AdamW(torch_model.parameters(), lr=1e-3)
+
+    def burn_step(record=None):
+        nonlocal model
+        loss = -(model(xb).log_softmax(axis=1) * ob).sum() / batch
+        model = ours.step(model, loss.backward())
+        if record is not None:
+            record.append(loss.item())
+
+    def torch_step(record=None):
+        loss = -(torch_model(x).log_softmax(1) * onehot).sum() / batch
+        loss.backward()
+        theirs.step()
+        theirs.zero_grad(set_to_none=True)
+        if record is not None:
+            record.append(loss.item())
+
+    mine, reference = [], []
+    for _ in range(steps):
+        burn_step(mine)
+        torch_step(reference)
+    print(f"training {batch}x{width} mlp, AdamW: losses burn {[round(v, 4) for v in mine]}, "
+          f"torch {[round(v, 4) for v in reference]}")
+    assert all(abs(a - b) <= 0.03 * abs(b) + 0.01 for a, b in zip(mine, reference))
+    times: dict[str, list[float]] = {"burn": [], "torch": []}
+    for _ in range(5):
+        times["burn"].append(gpu_seconds(burn_step))
+        times["torch"].append(gpu_seconds(torch_step))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print(f"training {batch}x{width} mlp, AdamW: step burn {med['burn'] * 1e3:.3f} ms, torch "
+          f"{med['torch'] * 1e3:.3f} ms; torch/burn {med['torch'] / med['burn']:.3f}x")
+
+
 def main() -> None:
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     torch.manual_seed(0)
     run("mlp 8192x1024 -> 4096 -> 4096 -> 1024", mlp, mlp_case(8192, 1024, 4096, 1024))
     run("mlp 256x512 -> 512 -> 512 -> 10", mlp, mlp_case(256, 512, 512, 10))
     run("cnn 32x32x56x56", cnn, cnn_case(32))
+    training_steps(8192, 4096)
+    training_steps(256, 512)
 
 
 if __name__ == "__main__":

@@ -295,6 +295,21 @@ class Autodiff(BackendOps, Backend):
                            lambda: linalg.adaptive_avg_pool2d_rule(self.inner, self.tensor(x)))
 
 
+    # ---- optimizer steps: on parameters' values, never tracked ----
+
+    def adam_step(self, p: View, g: View, m: View | None, v: View | None, lr: float,
+                  betas: tuple[float, float], eps: float, weight_decay: float, step: int,
+                  decoupled: bool) -> tuple[View, View, View]:
+        return self.inner.adam_step(plain(p), plain(g), _plain(m), _plain(v), lr, betas, eps,
+                                    weight_decay, step, decoupled)
+
+    def sgd_step(self, p: View, g: View, buf: View | None, lr: float, momentum: float,
+                 dampening: float, weight_decay: float, nesterov: bool
+                 ) -> tuple[View, View | None]:
+        return self.inner.sgd_step(plain(p), plain(g), _plain(buf), lr, momentum, dampening,
+                                   weight_decay, nesterov)
+
+
 def _plain(view: View | None) -> View | None:
     return None if view is None else plain(view)
 

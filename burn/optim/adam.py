@@ -6,8 +6,6 @@ Example:
 
 from __future__ import annotations
 
-import math
-
 from ..backend.base import BurnError
 from ..tensor.tensor import Tensor
 from .optimizer import Optimizer
@@ -28,18 +26,12 @@ class Adam(Optimizer):
         self.betas, self.eps, self.weight_decay = betas, eps, weight_decay
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
-        b1, b2 = self.betas
-        if self.weight_decay and self.decoupled:
-            param = param * (1 - lr * self.weight_decay)
-        elif self.weight_decay:
-            grad = grad + param * self.weight_decay
         t = self.count(name)
-        m = self.slot(name, "exp_avg", grad) * b1 + grad * (1 - b1)
-        v = self.slot(name, "exp_avg_sq", grad) * b2 + grad * grad * (1 - b2)
-        self.state[name]["exp_avg"], self.state[name]["exp_avg_sq"] = m, v
-        step = lr / (1 - b1 ** t)
-        denominator = v.sqrt() * (1 / math.sqrt(1 - b2 ** t)) + self.eps
-        return param - m / denominator * step
+        state = self.state[name]
+        new, state["exp_avg"], state["exp_avg_sq"] = param.backend.adam_step(
+            param.prim, grad.prim, state.get("exp_avg"), state.get("exp_avg_sq"), lr,
+            self.betas, self.eps, self.weight_decay, t, self.decoupled)
+        return Tensor(new, param.backend)
 
 
 class AdamW(Adam):

@@ -4,8 +4,9 @@
 the Autodiff backend's inner backend and becomes a fresh leaf; a parameter without one (not
 reached by the loss, or not tracked) is kept as it was. The optimizer's own state (momentum,
 moments) is kept by parameter path (``"layers.0.weight"``), so it follows the parameter from
-one step's module to the next. 16-bit float parameters are updated in float32 (their state
-too) and rounded once.
+one step's module to the next. Each update is one kernel per parameter (the backend's
+``adam_step``/``sgd_step``); 16-bit float parameters are updated in float32, with their state
+in float32, and rounded once.
 
 Example:
     >>> opt = burn.optim.SGD(lr=0.1)
@@ -35,7 +36,8 @@ class Optimizer:
         self.state: dict[str, dict[str, Any]] = {}
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
-        """The new value of ``param`` (inner backend, compute dtype) from its gradient."""
+        """The new value of ``param`` (a tensor of the inner backend) from its gradient, and
+        the parameter's state kept in ``self.state[name]``."""
         raise NotImplementedError
 
     def step(self, module: Module, grads: Gradients, lr: float | None = None) -> Module:
@@ -52,18 +54,10 @@ class Optimizer:
             grad = grads.get(p)
             if grad is None:
                 return p
-            compute = dt.float32 if p.dtype.itemsize < 4 else p.dtype
-            new = self.update(name, p.inner().to(compute), grad.to(compute), rate)
-            return new.to(p.dtype).to(p.backend).require_grad()
+            new = self.update(name, p.inner(), grad, rate)
+            return new.to(p.backend).require_grad()
 
         return module.map_parameters(updated)
-
-    def slot(self, name: str, key: str, like: Tensor) -> Tensor:
-        """The state tensor ``key`` of parameter ``name`` (zeros like ``like`` at first)."""
-        state = self.state.setdefault(name, {})
-        if key not in state:
-            state[key] = like * 0
-        return state[key]
 
     def count(self, name: str) -> int:
         """The step number of parameter ``name`` (1 at its first update)."""

@@ -25,12 +25,11 @@ class SGD(Optimizer):
         self.weight_decay, self.nesterov = weight_decay, nesterov
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
-        if self.weight_decay:
-            grad = grad + param * self.weight_decay
-        if self.momentum:
-            first = self.count(name) == 1
-            previous = self.slot(name, "momentum", grad)
-            buffer = grad if first else previous * self.momentum + grad * (1 - self.dampening)
-            self.state[name]["momentum"] = buffer
-            grad = grad + buffer * self.momentum if self.nesterov else buffer
-        return param - grad * lr
+        state = self.state.setdefault(name, {})
+        backend = param.backend
+        new, buffer = backend.sgd_step(param.prim, grad.prim, state.get("momentum"), lr,
+                                       self.momentum, self.dampening, self.weight_decay,
+                                       self.nesterov)
+        if buffer is not None:
+            state["momentum"] = buffer
+        return Tensor(new, backend)

@@ -14,12 +14,13 @@ from .creation import CubeCreation
 from .elementwise import CubeElementwise
 from .index import CubeIndex
 from .linalg import CubeLinalg
+from .optim import CubeOptim
 from .random import CubeRandom
 from .reduce import CubeReduce
 
 
 class _CubeOps(CubeElementwise, CubeCreation, CubeReduce, CubeIndex, CubeLinalg, CubeRandom,
-               BackendOps):
+               CubeOptim, BackendOps):
     pass
 
 

@@ -7,12 +7,13 @@ from .creation import NumpyCreation
 from .elementwise import NumpyElementwise
 from .index import NumpyIndex
 from .linalg import NumpyLinalg
+from .optim import NumpyOptim
 from .random import NumpyRandom
 from .reduce import NumpyReduce
 
 
 class NumPy(NumpyElementwise, NumpyCreation, NumpyReduce, NumpyIndex, NumpyLinalg, NumpyRandom,
-            BackendOps):
+            NumpyOptim, BackendOps):
     """Every op in plain NumPy, on the host.
 
     Example:

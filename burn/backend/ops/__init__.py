@@ -9,13 +9,15 @@ from .creation import CreationOps
 from .elementwise import ElementwiseOps
 from .index import IndexOps
 from .linalg import LinalgOps
+from .optim import OptimOps
 from .random import RandomOps
 from .reduce import ReduceOps
 
 
-class BackendOps(ElementwiseOps, CreationOps, ReduceOps, IndexOps, LinalgOps, RandomOps):
+class BackendOps(ElementwiseOps, CreationOps, ReduceOps, IndexOps, LinalgOps, RandomOps,
+                 OptimOps):
     """Every op family."""
 
 
-__all__ = ["BackendOps", "CreationOps", "ElementwiseOps", "IndexOps", "LinalgOps", "RandomOps",
-           "ReduceOps"]
+__all__ = ["BackendOps", "CreationOps", "ElementwiseOps", "IndexOps", "LinalgOps", "OptimOps",
+           "RandomOps", "ReduceOps"]

@@ -125,8 +125,13 @@ class OpsMixin:
             cmp = ">" if kind is Op.MAXIMUM else "<"
             if dtype.is_bool:
                 return f"({a} {'|' if kind is Op.MAXIMUM else '&'} {b})"
-            if dtype.is_float:  # NaN wins, as in NumPy (`==`: lavapipe folds NaN `!=`)
-                return f"select({a}, {b}, {b} {cmp} {a} || !({b} == {b}))"
+            if dtype.is_float:
+                # NaN wins, as in NumPy (`==`: lavapipe folds NaN `!=`). `a`'s NaN is tested
+                # on its bits: with a constant `b` NVIDIA's compiler turns the comparison
+                # alone into its max/min instruction, which returns `b` for a NaN `a`
+                keeps_a = (f"((bitcast<u64>({a}) & 0x7ffffffffffffffflu) > 0x7ff0000000000000lu)"
+                           if t == "f64" else f"((bitcast<u32>({a}) & 0x7fffffffu) > 0x7f800000u)")
+                return f"select({a}, {b}, ({b} {cmp} {a} || !({b} == {b})) && !{keeps_a})"
             return f"{'max' if kind is Op.MAXIMUM else 'min'}({a}, {b})"
         if kind is Op.NEG:  # WGSL has no unary minus on u32: wrap around as NumPy does
             return f"(0u - {args[0]})" if dtype.kind == "u" else f"(-{args[0]})"
