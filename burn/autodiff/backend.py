@@ -21,6 +21,7 @@ from typing import Any
 from cubepy.ir.dtypes import DType
 from kernels.layout import View
 
+from ..backend import backend_for, default_backend
 from ..backend.base import Backend, BurnError
 from ..backend.ops import BackendOps
 from ..tensor import Tensor
@@ -43,8 +44,6 @@ class Autodiff(BackendOps, Backend):
     """
 
     def __init__(self, inner: Backend | str | None = None):
-        from ..backend import backend_for, default_backend
-
         inner = default_backend() if inner is None else backend_for(inner)
         if isinstance(inner, Autodiff):
             raise BurnError("Autodiff(Autodiff(...)): gradients of gradients are not supported "
