@@ -26,7 +26,7 @@ from cubepy import (
 )
 from cubepy import bool as bool  # noqa: A004 - burn.bool is the dtype, as torch.bool
 
-from . import nn, optim
+from . import nn, optim, record
 from .autodiff import Autodiff, Gradients
 from .backend import (
     Backend,
@@ -47,7 +47,7 @@ for _family in FAMILIES:
 __all__ = [
     "Autodiff", "Backend", "BurnError", "Cpu", "Cuda", "DType", "Gradients", "NumPy", "Tensor",
     "Wgpu", "backend_for", "bfloat16", "bool", "default_backend", "float16", "float32",
-    "float64", "int8", "int16", "int32", "int64", "nn", "optim", "set_default_backend", "uint8",
-    "uint32",
+    "float64", "int8", "int16", "int32", "int64", "nn", "optim", "record", "set_default_backend",
+    "uint8", "uint32",
     *(name for family in FAMILIES for name in family.__all__),
 ]
