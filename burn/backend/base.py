@@ -82,7 +82,7 @@ class Backend(ABC):
         dtype and bits. Tensors are never mutated, so one copy serves them all: a Python
         number in ``x * 0.5`` reaches the device once, not at every call (on a GPU each
         upload would wait for the work queued before it)."""
-        key = (scalar.dtype.str, scalar.tobytes())
+        key = (scalar.dtype.name, scalar.tobytes())
         cache = self.__dict__.setdefault("_constants", {})
         view = cache.get(key)
         if view is None:

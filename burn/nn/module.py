@@ -134,7 +134,8 @@ class Module:
 
     def load_state_dict(self, state: dict[str, Any]) -> Module:
         """The module with the arrays of ``state`` (by path) as its parameters, on each
-        parameter's backend and in its dtype; paths and shapes must match exactly."""
+        parameter's backend and in its dtype; paths and shapes must match exactly. The new
+        parameters track nothing: call ``require_grad()`` on the result to train it."""
         own = dict(self.named_parameters())
         missing, unknown = sorted(set(own) - set(state)), sorted(set(state) - set(own))
         if missing or unknown:

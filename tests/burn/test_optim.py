@@ -153,3 +153,31 @@ def test_training_follows_the_reference(backend):
 def test_training_learns_the_spirals():
     losses, accuracy = train_mlp.train(burn.NumPy(), steps=300)
     assert losses[-1] < 0.05 * losses[0] and accuracy >= 0.95
+
+
+def _cnn_losses(backend, steps=6):
+    """A small convolutional classifier trained by Adam: conv, pooling, norm, dropout off."""
+    ad = burn.Autodiff(backend)
+    generator = burn.Generator(5)
+    model = nn.Sequential(
+        nn.Conv2d(2, 4, 3, padding=1, generator=generator, backend=backend), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Conv2d(4, 4, 3, stride=2, generator=generator, backend=backend),
+        nn.SiLU(), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(), nn.LayerNorm(4, backend=backend),
+        nn.Dropout(0.5), nn.Linear(4, 3, generator=generator, backend=backend),
+    ).eval().to(ad).require_grad()
+    rng = np.random.default_rng(0)
+    x = burn.from_numpy(rng.normal(size=(6, 2, 10, 10)).astype(np.float32), backend=ad)
+    y = burn.from_numpy(np.array([0, 1, 2, 0, 1, 2]), backend=ad)
+    opt = optim.Adam(lr=0.05)
+    losses = []
+    for _ in range(steps):
+        loss = nn.cross_entropy(model(x), y)
+        model = opt.step(model, loss.backward())
+        losses.append(loss.item())
+    return losses
+
+
+def test_training_a_convolutional_network(backend):
+    losses = _cnn_losses(backend)
+    np.testing.assert_allclose(losses, _cnn_losses(burn.NumPy()), rtol=2e-3)
+    assert losses[-1] < losses[0]
