@@ -142,10 +142,10 @@ def test_clip_grad_norm(backend):
 
 
 def test_training_follows_the_reference(backend):
-    """30 steps of the example (nn layers, SGD with momentum) on ``backend`` and on NumPy:
+    """15 steps of the example (nn layers, SGD with momentum) on ``backend`` and on NumPy:
     the same losses."""
-    losses, _ = train_mlp.train(backend, steps=30, n=40)
-    expected, _ = train_mlp.train(burn.NumPy(), steps=30, n=40)
+    losses, _ = train_mlp.train(backend, steps=15, n=20)
+    expected, _ = train_mlp.train(burn.NumPy(), steps=15, n=20)
     np.testing.assert_allclose(losses, expected, rtol=2e-3)
     assert losses[-1] < 0.8 * losses[0]
 
@@ -155,7 +155,7 @@ def test_training_learns_the_spirals():
     assert losses[-1] < 0.05 * losses[0] and accuracy >= 0.95
 
 
-def _cnn_losses(backend, steps=6):
+def _cnn_losses(backend, steps=4):
     """A small convolutional classifier trained by Adam: conv, pooling, norm, dropout off."""
     ad = burn.Autodiff(backend)
     generator = burn.Generator(5)
@@ -166,7 +166,7 @@ def _cnn_losses(backend, steps=6):
         nn.Dropout(0.5), nn.Linear(4, 3, generator=generator, backend=backend),
     ).eval().to(ad).require_grad()
     rng = np.random.default_rng(0)
-    x = burn.from_numpy(rng.normal(size=(6, 2, 10, 10)).astype(np.float32), backend=ad)
+    x = burn.from_numpy(rng.normal(size=(6, 2, 8, 8)).astype(np.float32), backend=ad)
     y = burn.from_numpy(np.array([0, 1, 2, 0, 1, 2]), backend=ad)
     opt = optim.Adam(lr=0.05)
     losses = []
