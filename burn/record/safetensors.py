@@ -95,11 +95,11 @@ def load_metadata(path: str | Path) -> dict[str, str]:
         raw = f.read(8)
         size = struct.unpack("<Q", raw)[0] if len(raw) == 8 else 0
         raw += f.read(min(size, MAX_HEADER))
-    header, _ = _header(raw, path, tensors_follow=False)
+    header, _ = _header(raw, path)
     return dict(header.get("__metadata__", {}))
 
 
-def _header(raw: bytes, path: Any, tensors_follow: bool = True) -> tuple[dict[str, Any], int]:
+def _header(raw: bytes, path: Any) -> tuple[dict[str, Any], int]:
     if len(raw) < 8:
         raise BurnError(f"{path}: not a safetensors file (shorter than its 8-byte header size)")
     size = struct.unpack("<Q", raw[:8])[0]
