@@ -1,6 +1,6 @@
-"""A training step's forward and backward pass with ``burn.Autodiff(burn.Cuda())`` against
-torch autograd, same data, same shapes, bf16; gradients checked against torch's in float32
-first.
+"""A training step's forward and backward pass with ``burn.Autodiff(burn.Cuda())``, and with
+``burn.Autodiff(burn.Fusion(burn.Cuda()))`` (``burn+fusion``), against torch autograd, same
+data, same shapes, bf16; gradients checked against torch's in float32 first.
 
 - ``mlp``: x (B, D) -> linear -> gelu -> linear -> gelu -> linear -> log_softmax -> NLL
   (one-hot weights, so no index read-back), at a compute-bound size and a host-bound one.
@@ -30,7 +30,9 @@ from burn_gpu_bench import from_torch, gpu_seconds  # noqa: E402
 
 import burn  # noqa: E402
 
-AD = burn.Autodiff(burn.Cuda())
+FUSION = burn.Fusion(burn.Cuda())
+#: the two ways burn runs: plain, and with elementwise fusion under the tape
+ADS = {"burn": burn.Autodiff(burn.Cuda()), "burn+fusion": burn.Autodiff(FUSION)}
 
 
 def mlp(lib, params, x, onehot):
@@ -76,44 +78,61 @@ def relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
     return float((got.float() - want).norm() / want.norm())
 
 
+def medians(steps: dict[str, Callable[[], object]], turns: int = 5) -> dict[str, float]:
+    """Each step's median seconds over ``turns`` turns, the steps interleaved in each turn."""
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    for _ in range(turns):
+        for label, step in steps.items():
+            times[label].append(gpu_seconds(step))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def run(name: str, model: Callable, case: tuple[list, torch.Tensor, torch.Tensor]) -> None:
     params32, x32, onehot32 = case
     reference = [p.clone().requires_grad_() for p in params32]
     want = torch.autograd.grad(model(torch, reference, x32, onehot32), reference)
     params = [p.bfloat16() for p in params32]
     x, onehot = x32.bfloat16(), onehot32.bfloat16()
-    leaves = [from_torch(p, burn.Cuda()).to(AD).require_grad() for p in params]
-    xb, ob = from_torch(x, burn.Cuda()).to(AD), from_torch(onehot, burn.Cuda()).to(AD)
-    grads = model(burn, leaves, xb, ob).backward()
-    ours = [torch.as_tensor(grads[p].to(burn.float32).numpy()).cuda() for p in leaves]
     tparams = [p.clone().requires_grad_() for p in params]
     theirs = torch.autograd.grad(model(torch, tparams, x, onehot), tparams)
-    errors = [(relative_error(o, w), relative_error(t, w))
-              for o, t, w in zip(ours, theirs, want)]
-    worst = max(e for e, _ in errors)
-    print(f"{name}: gradient error vs float32 torch: burn {worst:.2e} (torch bf16 "
-          f"{max(t for _, t in errors):.2e})")
-    # bf16 through two convolutions loses ~5e-2 in torch too: held to torch's own error
-    assert all(e < max(1e-2, 1.5 * t) for e, t in errors), errors
-
-    def burn_step():
-        model(burn, leaves, xb, ob).backward()
-
-    def burn_forward():
-        model(burn, leaves, xb, ob)
+    steps: dict[str, Callable[[], object]] = {}
+    for label, ad in ADS.items():
+        steps[label], steps[f"{label} fwd"] = _burn_steps(label, ad, model, params, x, onehot,
+                                                          want, theirs)
 
     def torch_step():
         torch.autograd.grad(model(torch, tparams, x, onehot), tparams)
 
-    times: dict[str, list[float]] = {"burn": [], "burn fwd": [], "torch": []}
-    for _ in range(5):
-        times["burn"].append(gpu_seconds(burn_step))
-        times["burn fwd"].append(gpu_seconds(burn_forward))
-        times["torch"].append(gpu_seconds(torch_step))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"{name}: forward+backward burn {med['burn'] * 1e3:.3f} ms (forward alone "
-          f"{med['burn fwd'] * 1e3:.3f} ms), torch {med['torch'] * 1e3:.3f} ms; torch/burn "
-          f"{med['torch'] / med['burn']:.3f}x")
+    steps["torch"] = torch_step
+    med = medians(steps)
+    for label in ADS:
+        print(f"{name}: forward+backward {label} {med[label] * 1e3:.3f} ms (forward alone "
+              f"{med[f'{label} fwd'] * 1e3:.3f} ms), torch {med['torch'] * 1e3:.3f} ms; "
+              f"torch/{label} {med['torch'] / med[label]:.3f}x")
+
+
+def _burn_steps(label, ad, model, params, x, onehot, want, theirs):
+    """The forward+backward and forward-only steps on ``ad``, after checking its gradients."""
+    leaves = [from_torch(p, burn.Cuda()).to(ad).require_grad() for p in params]
+    xb, ob = from_torch(x, burn.Cuda()).to(ad), from_torch(onehot, burn.Cuda()).to(ad)
+    grads = model(burn, leaves, xb, ob).backward()
+    ours = [torch.as_tensor(grads[p].to(burn.float32).numpy()).cuda() for p in leaves]
+    errors = [(relative_error(o, w), relative_error(t, w))
+              for o, t, w in zip(ours, theirs, want)]
+    worst = max(e for e, _ in errors)
+    print(f"{label}: gradient error vs float32 torch: {worst:.2e} (torch bf16 "
+          f"{max(t for _, t in errors):.2e})")
+    # bf16 through two convolutions loses ~5e-2 in torch too: held to torch's own error
+    assert all(e < max(1e-2, 1.5 * t) for e, t in errors), errors
+
+    def step():
+        grads = model(burn, leaves, xb, ob).backward()
+        FUSION.realize(*(grads[p] for p in leaves))  # nothing left pending (no-op unfused)
+
+    def forward():
+        FUSION.realize(model(burn, leaves, xb, ob))
+
+    return step, forward
 
 
 def training_steps(batch: int, width: int, steps: int = 5) -> None:
@@ -124,26 +143,11 @@ def training_steps(batch: int, width: int, steps: int = 5) -> None:
     torch_model = torch.nn.Sequential(
         torch.nn.Linear(width, width), torch.nn.GELU(), torch.nn.Linear(width, width),
         torch.nn.GELU(), torch.nn.Linear(width, 10)).cuda().bfloat16()
-    model = burn.nn.Sequential(
-        burn.nn.Linear(width, width, dtype=burn.bfloat16), burn.nn.GELU(),
-        burn.nn.Linear(width, width, dtype=burn.bfloat16), burn.nn.GELU(),
-        burn.nn.Linear(width, 10, dtype=burn.bfloat16))
-    state = {name: p.detach().float().cpu().numpy()
-             for name, p in zip([n for n, _ in model.named_parameters()],
-                                torch_model.parameters())}
-    model = model.load_state_dict(state).to(AD).require_grad()
+    start = [p.detach().clone() for p in torch_model.parameters()]
     x = torch.randn(batch, width, device="cuda").bfloat16()
     onehot = torch.nn.functional.one_hot(torch.randint(0, 10, (batch,), device="cuda"),
                                          10).bfloat16()
-    xb, ob = from_torch(x, burn.Cuda()).to(AD), from_torch(onehot, burn.Cuda()).to(AD)
-    ours, theirs = burn.optim.AdamW(lr=1e-3), torch.optim.AdamW(torch_model.parameters(), lr=1e-3)
-
-    def burn_step(record=None):
-        nonlocal model
-        loss = -(model(xb).log_softmax(axis=1) * ob).sum() / batch
-        model = ours.step(model, loss.backward())
-        if record is not None:
-            record.append(loss.item())
+    theirs = torch.optim.AdamW(torch_model.parameters(), lr=1e-3)
 
     def torch_step(record=None):
         loss = -(torch_model(x).log_softmax(1) * onehot).sum() / batch
@@ -153,20 +157,50 @@ def training_steps(batch: int, width: int, steps: int = 5) -> None:
         if record is not None:
             record.append(loss.item())
 
-    mine, reference = [], []
+    reference: list[float] = []
     for _ in range(steps):
-        burn_step(mine)
         torch_step(reference)
-    print(f"training {batch}x{width} mlp, AdamW: losses burn {[round(v, 4) for v in mine]}, "
+    with torch.no_grad():  # back to the first weights for the timed steps
+        for p, p0 in zip(torch_model.parameters(), start):
+            p.copy_(p0)
+    timed = {label: _burn_training(label, ad, width, start, x, onehot, batch, steps, reference)
+             for label, ad in ADS.items()}
+    timed["torch"] = torch_step
+    med = medians(timed)
+    for label in ADS:
+        print(f"training {batch}x{width} mlp, AdamW: step {label} {med[label] * 1e3:.3f} ms, "
+              f"torch {med['torch'] * 1e3:.3f} ms; torch/{label} "
+              f"{med['torch'] / med[label]:.3f}x")
+
+
+def _burn_training(label, ad, width, start, x, onehot, batch, steps, reference):
+    """The training step on ``ad`` from torch's first weights, after checking its losses
+    against torch's over ``steps`` steps."""
+    model = burn.nn.Sequential(
+        burn.nn.Linear(width, width, dtype=burn.bfloat16), burn.nn.GELU(),
+        burn.nn.Linear(width, width, dtype=burn.bfloat16), burn.nn.GELU(),
+        burn.nn.Linear(width, 10, dtype=burn.bfloat16))
+    state = {name: p.float().cpu().numpy()
+             for (name, _), p in zip(model.named_parameters(), start)}
+    model = model.load_state_dict(state).to(ad).require_grad()
+    xb, ob = from_torch(x, burn.Cuda()).to(ad), from_torch(onehot, burn.Cuda()).to(ad)
+    optimizer = burn.optim.AdamW(lr=1e-3)
+
+    def step(record=None):
+        nonlocal model
+        loss = -(model(xb).log_softmax(axis=1) * ob).sum() / batch
+        model = optimizer.step(model, loss.backward())
+        FUSION.realize(loss)
+        if record is not None:
+            record.append(loss.item())
+
+    mine: list[float] = []
+    for _ in range(steps):
+        step(mine)
+    print(f"training {batch}x{width} mlp, AdamW, {label}: losses {[round(v, 4) for v in mine]}, "
           f"torch {[round(v, 4) for v in reference]}")
     assert all(abs(a - b) <= 0.03 * abs(b) + 0.01 for a, b in zip(mine, reference))
-    times: dict[str, list[float]] = {"burn": [], "torch": []}
-    for _ in range(5):
-        times["burn"].append(gpu_seconds(burn_step))
-        times["torch"].append(gpu_seconds(torch_step))
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"training {batch}x{width} mlp, AdamW: step burn {med['burn'] * 1e3:.3f} ms, torch "
-          f"{med['torch'] * 1e3:.3f} ms; torch/burn {med['torch'] / med['burn']:.3f}x")
+    return step
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Where a training step's GPU time goes: torch.profiler around three forward+backward passes
-of the large MLP of ``autodiff_gpu_bench.py`` (bf16), burn's and torch's, each kernel's total
-CUDA time, largest first.
+of the large MLP of ``autodiff_gpu_bench.py`` (bf16), burn's (plain and fused) and torch's,
+each kernel's total CUDA time, largest first; and the host time of a step (ten steps
+queued, about 500 launches: under the depth of CUDA's launch queue, so the host never waits).
 
     source .whl/gpu-env.sh && python3 bench/autodiff_profile.py
 """
@@ -16,8 +17,8 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autodiff_gpu_bench import AD, mlp, mlp_case  # noqa: E402
-from burn_gpu_bench import from_torch  # noqa: E402
+from autodiff_gpu_bench import ADS, FUSION, mlp, mlp_case  # noqa: E402
+from burn_gpu_bench import from_torch, host_us  # noqa: E402
 
 import burn  # noqa: E402
 
@@ -42,12 +43,23 @@ def main() -> None:
     params32, x32, onehot32 = mlp_case(8192, 1024, 4096, 1024)
     params = [p.bfloat16() for p in params32]
     x, onehot = x32.bfloat16(), onehot32.bfloat16()
-    leaves = [from_torch(p, burn.Cuda()).to(AD).require_grad() for p in params]
-    xb, ob = from_torch(x, burn.Cuda()).to(AD), from_torch(onehot, burn.Cuda()).to(AD)
     tparams = [p.clone().requires_grad_() for p in params]
-    show("burn", lambda: mlp(burn, leaves, xb, ob).backward())
-    show("torch", lambda: torch.autograd.grad(mlp(torch, tparams, x, onehot), tparams))
+    for label, ad in ADS.items():
+        leaves = [from_torch(p, burn.Cuda()).to(ad).require_grad() for p in params]
+        xb, ob = from_torch(x, burn.Cuda()).to(ad), from_torch(onehot, burn.Cuda()).to(ad)
 
+        def step(leaves=leaves, xb=xb, ob=ob):
+            grads = mlp(burn, leaves, xb, ob).backward()
+            FUSION.realize(*(grads[p] for p in leaves))
+
+        show(label, step)
+        print(f"{label}: host {host_us(step, calls=10):.0f} us per step")
+
+    def torch_step():
+        torch.autograd.grad(mlp(torch, tparams, x, onehot), tparams)
+
+    show("torch", torch_step)
+    print(f"torch: host {host_us(torch_step, calls=10):.0f} us per step")
 
 if __name__ == "__main__":
     main()

@@ -39,15 +39,16 @@ from .backend import (
     default_backend,
     set_default_backend,
 )
-from .tensor import FAMILIES, Tensor
+from .fusion import Fusion
+from .tensor import Tensor, family_functions
 
-for _family in FAMILIES:
-    globals().update({_name: getattr(_family, _name) for _name in _family.__all__})
+_FUNCTIONS = family_functions()
+globals().update(_FUNCTIONS)
 
 __all__ = [
-    "Autodiff", "Backend", "BurnError", "Cpu", "Cuda", "DType", "Gradients", "NumPy", "Tensor",
-    "Wgpu", "backend_for", "bfloat16", "bool", "default_backend", "float16", "float32",
+    "Autodiff", "Backend", "BurnError", "Cpu", "Cuda", "DType", "Fusion", "Gradients", "NumPy",
+    "Tensor", "Wgpu", "backend_for", "bfloat16", "bool", "default_backend", "float16", "float32",
     "float64", "int8", "int16", "int32", "int64", "nn", "optim", "record", "set_default_backend",
     "uint8", "uint32",
-    *(name for family in FAMILIES for name in family.__all__),
+    *_FUNCTIONS,
 ]

@@ -3,6 +3,7 @@ two interleaved spirals apart, on any backend.
 
     python examples/train_mlp.py                  # the default backend (CUDA, WebGPU or CPU)
     python examples/train_mlp.py --backend wgpu   # or cpu, cuda, numpy
+    python examples/train_mlp.py --fusion         # elementwise runs fused: Autodiff(Fusion(...))
 
 Every op of the forward pass and of the gradients is a cubepy kernel of the chosen backend:
 ``burn.nn`` builds the network, ``burn.Autodiff`` records the graph, ``loss.backward()``
@@ -68,8 +69,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default=None, help="cpu, cuda, wgpu or numpy")
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--fusion", action="store_true",
+                        help="fuse runs of elementwise ops into single kernels")
     args = parser.parse_args()
     backend = burn.backend_for(args.backend) if args.backend else burn.default_backend()
+    if args.fusion:
+        backend = burn.Fusion(backend)
     print(f"training on {backend!r}")
     start = time.perf_counter()
     losses, accuracy = train(backend, steps=args.steps, log_every=50)

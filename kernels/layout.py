@@ -172,27 +172,39 @@ def launch_plan(shape: Sequence[int], operands: Sequence[View]) -> list[LaunchPa
         >>> launch_plan((4, 8), [v])[0].layout
         StridedArgs(rank=2, dims=(1, 4, 8), strides=((0, 0, 1, 4),))
     """
-    numel = math.prod(shape)
+    offsets = tuple(v.offset for v in operands)
     if all(v.is_contiguous for v in operands):
         dense = StridedArgs(0, (1, 1, 1), tuple((0, 0, 0, 1) for _ in operands))
-        return [LaunchPart(0, tuple(v.offset for v in operands), numel, dense)]
-    dims, strides = collapse(shape, *(v.strides for v in operands))
+        return [LaunchPart(0, offsets, math.prod(shape), dense)]
+    layout, outer_dims, outer_strides = _strided_layout(tuple(shape),
+                                                        tuple(v.strides for v in operands))
+    inner_numel = math.prod(shape) // max(1, math.prod(outer_dims))
+    if not outer_dims:
+        return [LaunchPart(0, offsets, inner_numel, layout)]
+    parts = []
+    for flat, index in enumerate(_indices(outer_dims)):
+        moved = tuple(o + sum(i * s for i, s in zip(index, st))
+                      for o, st in zip(offsets, outer_strides))
+        parts.append(LaunchPart(flat * inner_numel, moved, inner_numel, layout))
+    return parts
+
+
+@functools.lru_cache(maxsize=4096)
+def _strided_layout(shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...]
+                    ) -> tuple[StridedArgs, tuple[int, ...], tuple[tuple[int, ...], ...]]:
+    """The collapsed layout of ``launch_plan``, its outer axes and each operand's strides on
+    them; a training step launches the same layouts again and again, so they are kept."""
+    dims, collapsed = collapse(shape, *strides)
     outer = max(0, len(dims) - MAX_RANK)
-    inner_dims, outer_dims = dims[outer:], dims[:outer]
-    inner_numel = math.prod(inner_dims)
+    inner_dims = dims[outer:]
     pad = MAX_RANK - len(inner_dims)
     padded_dims = [1] * pad + inner_dims
     layout = StridedArgs(
         len(inner_dims),
         (padded_dims[1], padded_dims[2], padded_dims[3]),
-        tuple(tuple([0] * pad + s[outer:]) for s in strides),  # type: ignore[misc]
+        tuple(tuple([0] * pad + s[outer:]) for s in collapsed),  # type: ignore[misc]
     )
-    parts = []
-    for flat, index in enumerate(_indices(outer_dims)):
-        offsets = tuple(v.offset + sum(i * s for i, s in zip(index, st[:outer]))
-                        for v, st in zip(operands, strides))
-        parts.append(LaunchPart(flat * inner_numel, offsets, inner_numel, layout))
-    return parts
+    return layout, tuple(dims[:outer]), tuple(tuple(s[:outer]) for s in collapsed)
 
 
 def _indices(dims: Sequence[int]) -> list[tuple[int, ...]]:

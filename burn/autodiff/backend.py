@@ -22,14 +22,14 @@ from cubepy.ir.dtypes import DType
 from kernels.layout import View
 
 from ..backend import backend_for, default_backend
-from ..backend.base import Backend, BurnError
+from ..backend.base import Backend, BurnError, WrapperBackend
 from ..backend.ops import BackendOps
 from ..tensor import Tensor
 from . import indexing, linalg, pointwise, reductions
 from .graph import Node, Rule, TrackedView, injective, node_of, plain
 
 
-class Autodiff(BackendOps, Backend):
+class Autodiff(BackendOps, WrapperBackend):
     """Gradients for any backend: ``burn.Autodiff(burn.Cuda())``.
 
     Tensors on it behave as on the inner backend; ``x.require_grad()`` marks a leaf,
@@ -48,33 +48,10 @@ class Autodiff(BackendOps, Backend):
         if isinstance(inner, Autodiff):
             raise BurnError("Autodiff(Autodiff(...)): gradients of gradients are not supported "
                             "yet; wrap the plain backend once")
-        self.inner = inner
-        self.name = f"autodiff-{inner.name}"
-        self.dtypes = inner.dtypes
+        super().__init__(inner, "autodiff")
 
-    @property
-    def device(self) -> str:
-        return self.inner.device
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Autodiff) and self.inner == other.inner
-
-    def __hash__(self) -> int:
-        return hash((Autodiff, self.inner))
-
-    def __repr__(self) -> str:
-        return f"Autodiff({self.inner!r})"
-
-    # ---- storage: the inner backend's ----
-
-    def allocate(self, numel: int, dtype: DType) -> Any:
-        return self.inner.allocate(numel, dtype)
-
-    def storage_from_numpy(self, flat: Any) -> Any:
-        return self.inner.storage_from_numpy(flat)
-
-    def storage_to_numpy(self, storage: Any, dtype: DType) -> Any:
-        return self.inner.storage_to_numpy(storage, dtype)
+    def constant(self, scalar: Any) -> View:
+        return self.inner.constant(scalar)  # the inner backend's (Fusion keeps them on the host)
 
     # ---- recording ----
 

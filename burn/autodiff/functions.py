@@ -4,7 +4,6 @@ this package loads."""
 
 from types import SimpleNamespace
 
-from ..tensor import FAMILIES
+from ..tensor import family_functions
 
-bt = SimpleNamespace(**{name: getattr(family, name) for family in FAMILIES
-                        for name in family.__all__})
+bt = SimpleNamespace(**family_functions())

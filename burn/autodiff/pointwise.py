@@ -27,9 +27,9 @@ from .graph import Rule
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
-#: d op(x) / dx as a function of (x, y = op(x)), for the differentiable unary ops
+#: d op(x) / dx as a function of (x, y = op(x)), for the differentiable unary ops but the
+#: ``_FUSED`` activations, whose ``g * f'`` is one kernel op
 _UNARY: dict[str, Callable[[Tensor, Tensor], Any]] = {
     "identity": lambda x, y: 1.0,
     "neg": lambda x, y: -1.0,
@@ -45,37 +45,23 @@ _UNARY: dict[str, Callable[[Tensor, Tensor], Any]] = {
     "sin": lambda x, y: bt.cos(x),
     "cos": lambda x, y: -bt.sin(x),
     "tan": lambda x, y: y * y + 1.0,
-    "tanh": lambda x, y: 1.0 - y * y,
     "atan": lambda x, y: 1.0 / (x * x + 1.0),
     "erf": lambda x, y: bt.exp(-(x * x)) * _TWO_OVER_SQRT_PI,
-    "sigmoid": lambda x, y: y * (1.0 - y),
-    # gelu(x) = x * Phi(x): Phi(x) + x * phi(x)
-    "gelu": lambda x, y: (bt.erf(x * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
-    + x * bt.exp(x * x * -0.5) * _INV_SQRT_2PI,
-    "silu": lambda x, y: _silu_derivative(x),
     "softplus": lambda x, y: bt.sigmoid(x),
     "abs": lambda x, y: bt.sign(x),
     "square": lambda x, y: x * 2.0,
-    "relu": lambda x, y: (x > 0).to(x.dtype),
     "reciprocal": lambda x, y: -(y * y),
 }
 #: piecewise constant: the derivative is 0 wherever it exists
 _FLAT = frozenset(("floor", "ceil", "round", "trunc", "sign"))
-
-
-def _silu_derivative(x: Tensor) -> Tensor:
-    s = bt.sigmoid(x)
-    return s * (x * (1.0 - s) + 1.0)
+#: activations whose ``g * f'`` is one kernel op (``kernels.elementwise.DERIVATIVE_BINARY``),
+#: and whether it reads the output (else the input)
+_FUSED = {"gelu": False, "silu": False, "relu": False, "tanh": True, "sigmoid": True}
 
 
 def differentiable_unary(op: str) -> bool:
     """Whether the unary ``op`` has a rule (every float op does; predicates give bools)."""
-    return op in _UNARY or op in _FLAT
-
-
-#: activations whose ``g * f'`` is one kernel op (``kernels.elementwise.DERIVATIVE_BINARY``),
-#: and whether it reads the output (else the input)
-_FUSED = {"gelu": False, "silu": False, "relu": False, "tanh": True, "sigmoid": True}
+    return op in _UNARY or op in _FUSED or op in _FLAT
 
 
 def unary_rule(op: str, x: Tensor, y: Tensor) -> Rule:
@@ -83,7 +69,12 @@ def unary_rule(op: str, x: Tensor, y: Tensor) -> Rule:
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
         if op in _FLAT:
             return (bt.zeros_like(x),)
-        if op in _FUSED and grad.dtype == y.dtype:
+        if op in _FUSED:
+            # the kernel op takes g and v in one dtype; graph.backward only hands a rule its
+            # output's dtype (the seed is cast to the root's, _fitted casts each gradient)
+            assert grad.dtype == y.dtype, (
+                f"autodiff: the gradient of {op} is {grad.dtype.name}, its output "
+                f"{y.dtype.name}; graph._fitted should have cast it")
             inner = grad.backend
             compute = dt.float32 if grad.dtype.bits < 32 else grad.dtype
             v = y if _FUSED[op] else x.to(y.dtype)

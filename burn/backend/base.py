@@ -88,19 +88,42 @@ class Backend(ABC):
         if view is None:
             if len(cache) >= CONSTANT_CACHE_SIZE:
                 cache.clear()
-            view = cache[key] = self.from_numpy(scalar)
+            view = cache[key] = self.constant_view(scalar)
         return view
+
+    def constant_view(self, scalar: np.ndarray) -> View:
+        """A new 0-d view holding ``scalar`` (``constant`` keeps them)."""
+        return self.from_numpy(scalar)
 
     def to_numpy(self, view: View) -> np.ndarray:
         """A host copy of ``view`` with its shape."""
         flat = self.storage_to_numpy(view.storage, view.dtype)
         return np.array(strided_numpy(flat, view), copy=True)
 
-    def shares_storage_with(self, other: Backend) -> bool:
-        """Whether ``other``'s views are views of this backend too: a wrapper backend
-        (``Autodiff``) and the backend it wraps. ``Tensor.to`` moves between them without a
-        copy."""
-        return getattr(self, "inner", None) == other or getattr(other, "inner", None) == self
+    @property
+    def wraps(self) -> Backend | None:
+        """The backend this one wraps (``Autodiff``, ``Fusion``), or None."""
+        return None
+
+    def unwrapped_view(self, view: View) -> View:
+        """``view`` as a view of ``self.wraps``: wrappers whose storage differs override it."""
+        return View(view.storage, view.offset, view.shape, view.strides, view.dtype)
+
+    def adopt(self, view: View, source: Backend) -> View | None:
+        """``view`` of ``source`` as a view of this backend without a copy, or None when the
+        two do not share storage. Wrappers share it with the backends they wrap, so
+        ``Tensor.to`` moves between ``Autodiff(Fusion(Cuda()))`` and ``Cuda()`` without a
+        round trip through the host."""
+        inner = self.wraps
+        while inner is not None:  # into a wrapper: an inner view is a view of the wrapper
+            if inner == source:
+                return View(view.storage, view.offset, view.shape, view.strides, view.dtype)
+            inner = inner.wraps
+        while source.wraps is not None:  # out of a wrapper, one level at a time
+            view, source = source.unwrapped_view(view), source.wraps
+            if source == self:
+                return view
+        return None
 
     def check_dtype(self, dtype: DType, op: str) -> None:
         """Raise ``BurnError`` if this backend cannot hold ``dtype``."""
@@ -119,6 +142,42 @@ class Backend(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+class WrapperBackend(Backend):
+    """A backend over another (``Autodiff``, ``Fusion``): the inner backend's device, dtypes
+    and storage; two wrappers of one kind over equal backends are equal."""
+
+    def __init__(self, inner: Backend, prefix: str):
+        self.inner = inner
+        self.name = f"{prefix}-{inner.name}"
+        self.dtypes = inner.dtypes
+
+    @property
+    def device(self) -> str:
+        return self.inner.device
+
+    @property
+    def wraps(self) -> Backend:
+        return self.inner
+
+    def allocate(self, numel: int, dtype: DType) -> Any:
+        return self.inner.allocate(numel, dtype)
+
+    def storage_from_numpy(self, flat: np.ndarray) -> Any:
+        return self.inner.storage_from_numpy(flat)
+
+    def storage_to_numpy(self, storage: Any, dtype: DType) -> np.ndarray:
+        return self.inner.storage_to_numpy(storage, dtype)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.inner == other.inner  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.inner))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"
 
 
 def strided_numpy(flat: np.ndarray, view: View) -> np.ndarray:

@@ -32,7 +32,9 @@ class Optimizer:
         if not lr >= 0.0:
             raise BurnError(f"{type(self).__name__}: the learning rate must be >= 0, got {lr}")
         self.lr = lr
-        #: per parameter path: the tensors (and step count) the update rule keeps
+        #: per parameter path: the step count and the update rule's buffers (momentum,
+        #: moments), kept as inner-backend views (``kernels.layout.View``), not tensors: they
+        #: go straight to and come back from the backend's ``sgd_step``/``adam_step``
         self.state: dict[str, dict[str, Any]] = {}
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:

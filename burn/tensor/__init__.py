@@ -5,9 +5,20 @@ Each family module (``elementwise``, ``views``, ``reduce``, ``index``, ``linalg`
 ``@tensor_method`` and lists its public functions in ``__all__``; ``burn`` re-exports them.
 """
 
+from collections.abc import Callable
+from typing import Any
+
 from . import creation, elementwise, index, linalg, random, reduce, views
 from .tensor import Tensor
 
 FAMILIES = (creation, elementwise, views, reduce, index, linalg, random)
 
-__all__ = ["Tensor", "FAMILIES"]
+
+def family_functions() -> dict[str, Callable[..., Any]]:
+    """Name -> function (or class: ``Generator``) for every family's ``__all__``, in
+    ``FAMILIES`` order: what ``burn`` re-exports and what the backward rules compute with
+    (built in one place, so the two cannot drift apart)."""
+    return {name: getattr(family, name) for family in FAMILIES for name in family.__all__}
+
+
+__all__ = ["Tensor", "FAMILIES", "family_functions"]

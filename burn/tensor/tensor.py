@@ -108,9 +108,9 @@ class Tensor:
                             f"{', '.join(d.name for d in dt.ALL)})") from None
         if backend == self.backend:  # the same device, maybe another Backend object
             return self
-        if backend.shares_storage_with(self.backend):  # into or out of an Autodiff backend
-            p = self.prim
-            return Tensor(View(p.storage, p.offset, p.shape, p.strides, p.dtype), backend)
+        adopted = backend.adopt(self.prim, self.backend)  # into or out of a wrapper backend
+        if adopted is not None:
+            return Tensor(adopted, backend)
         return Tensor(backend.from_numpy(self.numpy()), backend)
 
     def __repr__(self) -> str:

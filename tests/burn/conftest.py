@@ -30,10 +30,16 @@ def _backend_names() -> list[str]:
 BACKENDS = _backend_names()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--fusion", action="store_true",
+                     help="run burn's op suite with every backend wrapped in burn.Fusion")
+
+
 @pytest.fixture(params=BACKENDS, ids=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> burn.Backend:
-    """A cubepy backend present on this machine."""
-    return burn.backend_for(request.param)
+    """A cubepy backend present on this machine (under ``Fusion`` with ``--fusion``)."""
+    plain = burn.backend_for(request.param)
+    return burn.Fusion(plain) if request.config.getoption("--fusion", False) else plain
 
 
 @pytest.fixture

@@ -97,7 +97,7 @@ def test_scatter_add_dtypes(backend, ref, rng, dtype):
     x = random_tensor(rng, (5, 9), dtype)
     src = random_tensor(rng, (12, 9), dtype)
     idx = _index(rng, (12, 9), 5)
-    if dtype == "float64" and backend.name == "wgpu":  # no float64 atomics in WGSL
+    if dtype == "float64" and backend.device == "wgpu":  # no float64 atomics in WGSL
         with pytest.raises(burn.BurnError, match=r"scatter_add: .* no atomic add for float64"):
             burn.scatter_add(on(backend, x), 0, on(backend, idx), on(backend, src))
         return

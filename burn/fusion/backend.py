@@ -1,0 +1,266 @@
+"""``Fusion``: a backend that wraps a cubepy backend and fuses runs of elementwise ops.
+
+Elementwise ops (``unary``, ``binary``, ``where``, ``clamp``, ``cast``, ``copy``) are recorded
+as ``graph.Lazy`` values instead of run. A value is computed when something needs its
+memory: any other op (a matmul, a reduction, an index op) takes it as input, the host reads
+it, or it is used in a layout other than in order (a transpose, a broadcast). Then the whole
+run of elementwise ops under it becomes one kernel (``codegen``), so the intermediate
+results are never written to memory and a chain of ten ops costs one launch. Plans are
+cached by the expression's structure: a training step compiles its kernels once.
+
+Wrap it under ``Autodiff`` for training: ``burn.Autodiff(burn.Fusion(burn.Cuda()))``.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from cubepy.ir import dtypes as dt
+from cubepy.ir.dtypes import DType
+from kernels import elementwise
+from kernels.layout import Context, View, contiguous_strides, float_register, register, scalar
+
+from ..backend import backend_for, default_backend
+from ..backend.base import Backend, BurnError, WrapperBackend
+from ..backend.cube.core import CubeCore
+from ..backend.ops import BackendOps, ElementwiseOps
+from . import codegen
+from .graph import (
+    MAX_OPS,
+    Constant,
+    Lazy,
+    Op,
+    Operand,
+    distinct_leaves,
+    leaf_bound,
+    reads_in_order,
+)
+
+
+@dataclass
+class FusionStats:
+    """What a ``Fusion`` backend has done: ``launches`` of fused kernels, the elementwise
+    ``ops`` they computed, and the distinct ``kernels`` (plans) among them."""
+
+    launches: int = 0
+    ops: int = 0
+    kernels: int = 0
+
+
+def _realized_arg(backend: Fusion, value: Any) -> Any:
+    if isinstance(value, View):
+        return backend.realized(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, View) for v in value):
+        return type(value)(backend.realized(v) if isinstance(v, View) else v for v in value)
+    return value
+
+
+def _forwarded(name: str) -> Callable[..., Any]:
+    """The op ``name`` of the inner backend, with its inputs computed first."""
+    protocol = getattr(BackendOps, name)
+
+    @functools.wraps(protocol, updated=())  # not __dict__: it marks the protocol abstract
+    def op(self: Fusion, *args: Any, **kwargs: Any) -> Any:
+        args = tuple(_realized_arg(self, a) for a in args)
+        kwargs = {k: _realized_arg(self, v) for k, v in kwargs.items()}
+        return getattr(self.inner, name)(*args, **kwargs)
+
+    return op
+
+
+_ELEMENTWISE = {name for name in vars(ElementwiseOps) if not name.startswith("_")}
+_Forwarding = type("_Forwarding", (), {
+    name: _forwarded(name) for name in sorted(BackendOps.__abstractmethods__ - _ELEMENTWISE)})
+
+
+class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
+    """Kernel fusion for a cubepy backend: ``burn.Fusion(burn.Cuda())``.
+
+    Results are the unfused ones (each op still rounds to its own dtype). ``stats`` counts
+    the fused launches; ``realize(*tensors)`` computes what tensors have pending now.
+
+    Example:
+        >>> fusion = burn.Fusion(burn.Cpu())
+        >>> x = burn.tensor([0.0, 1.0, 2.0], backend=fusion)
+        >>> y = ((x * 2 + 1).exp() - 1).sqrt()   # recorded, not run
+        >>> [round(v, 3) for v in y.tolist()]    # one kernel for the five ops
+        [1.311, 4.369, 12.141]
+        >>> fusion.stats.launches, fusion.stats.ops
+        (1, 5)
+    """
+
+    def __init__(self, inner: Backend | str | None = None):
+        inner = default_backend() if inner is None else backend_for(inner)
+        if not isinstance(inner, CubeCore) or isinstance(inner, Fusion):
+            wrapped = type(inner).__name__
+            hint = ("write burn.Autodiff(burn.Fusion(...)): Autodiff goes outside"
+                    if wrapped == "Autodiff" else "wrap Cpu(), Cuda() or Wgpu() once")
+            raise BurnError(f"Fusion({wrapped}(...)): Fusion generates cubepy kernels and "
+                            f"wraps a cubepy backend; {hint}")
+        super().__init__(inner, "fusion")
+        self.stats = FusionStats()
+        self._lock = threading.RLock()
+        self._plans: set[tuple[Any, ...]] = set()
+        limit = _storage_buffer_limit() if inner.ctx.target == "wgsl" else None
+        # distinct loads in one kernel; WebGPU also bounds the buffers a kernel binds
+        self.max_leaves = min(16, limit - 1) if limit else 16
+
+    @property
+    def ctx(self) -> Context:
+        """The inner backend's launch context, for a user's own kernels on real views
+        (``fusion.realized(view)``)."""
+        return self.inner.ctx
+
+    def unwrapped_view(self, view: View) -> View:
+        return self.realized(view)
+
+    # ---- storage: the inner backend's, once computed ----
+
+    def storage_to_numpy(self, storage: Any, dtype: DType) -> Any:
+        if isinstance(storage, Constant):
+            return storage.array.reshape(1)
+        if isinstance(storage, Lazy):
+            storage = self.compute(storage)
+        return self.inner.storage_to_numpy(storage, dtype)
+
+    def constant_view(self, value: np.ndarray) -> View:
+        # kept on the host: fused kernels take it as an argument, others get it uploaded
+        dtype = dt.from_numpy(value.dtype)
+        self.check_dtype(dtype, "constant")
+        return View(Constant(value, scalar(value, register(dtype))), 0, (), (), dtype)
+
+    def compute(self, lazy: Lazy) -> Any:
+        """The storage of ``lazy``, running its fused kernel if it has not run yet."""
+        with self._lock:  # two threads reading one value run its kernel once
+            if lazy.real is None:
+                lazy.real = self._run(lazy)
+                lazy.operands = ()  # what it read can be freed now
+        return lazy.real
+
+    def _run(self, lazy: Lazy) -> Any:
+        self.stats.launches += 1
+        if all(type(o) is not Lazy or o.real is not None for o in lazy.operands):
+            # one op: nothing to fuse, and the inner backend's own kernel skips the tracing
+            self.stats.ops += 1
+            inputs = [o.view() if type(o) is Lazy else o for o in lazy.operands]
+            return self._eager(lazy.op, inputs, lazy.scalars, lazy.dtype).storage
+        traced = codegen.trace(lazy)
+        self.stats.ops += traced.ops
+        if traced.key not in self._plans:
+            self._plans.add(traced.key)
+            self.stats.kernels += 1
+        return codegen.launch(self.inner.ctx, lazy, traced).storage
+
+    def realize(self, *tensors: Any) -> None:
+        """Compute now what ``tensors`` (of this backend or of an ``Autodiff`` over it) still
+        have pending, as reading them would; for timing a step, or to free what their
+        pending ops keep alive.
+
+        Example:
+            >>> fusion = burn.Fusion(burn.Cpu())
+            >>> y = burn.ones(3, backend=fusion) + 1
+            >>> fusion.realize(y); fusion.stats.launches
+            1
+        """
+        for tensor in tensors:
+            storage = tensor.prim.storage
+            if isinstance(storage, Lazy):
+                self.compute(storage)
+
+    def realized(self, view: View) -> View:
+        """``view`` over real storage of the inner backend, computing it if needed."""
+        storage = view.storage
+        if isinstance(storage, Lazy):
+            storage = self.compute(storage)
+        elif isinstance(storage, Constant):
+            if storage.real is None:
+                storage.real = self.inner.constant(storage.array).storage
+            storage = storage.real
+        else:
+            return view
+        return View(storage, view.offset, view.shape, view.strides, view.dtype)
+
+    # ---- elementwise ops: recorded ----
+
+    def _record(self, op: Op, inputs: Sequence[View], scalars: tuple[Any, ...],
+                dtype: DType) -> View:
+        shape = inputs[0].shape
+        if inputs[0].numel == 0:  # nothing to fuse; the inner op makes the empty result
+            return self._eager(op, inputs, scalars, dtype)
+        operands = tuple(self._operand(v, shape) for v in inputs)
+        lazies = [o for o in operands if isinstance(o, Lazy)]
+        if lazies and (1 + sum(o.ops for o in lazies) > MAX_OPS
+                       or (leaf_bound(operands) > self.max_leaves
+                           and distinct_leaves(operands) > self.max_leaves)):
+            # too big for one kernel: the operands are computed first and loaded
+            for lazy in lazies:
+                self.compute(lazy)
+            operands = tuple(o.view() if isinstance(o, Lazy) else o for o in operands)
+        strides = contiguous_strides(shape)
+        return View(Lazy(op, operands, scalars, dtype, shape, strides), 0, shape, strides, dtype)
+
+    def _operand(self, view: View, shape: tuple[int, ...]) -> Operand:
+        storage = view.storage
+        if isinstance(storage, Constant):
+            return view  # a value argument of the kernel
+        if isinstance(storage, Lazy) and storage.real is None and reads_in_order(view, storage,
+                                                                                  shape):
+            return storage
+        return self.realized(view)
+
+    def _eager(self, op: Op, inputs: Sequence[View], scalars: tuple[Any, ...],
+               dtype: DType) -> View:
+        inputs = [self.realized(v) for v in inputs]
+        if op.kind == "unary":
+            return self.inner.unary(op.name, inputs[0], op.compute, dtype)
+        if op.kind == "binary":
+            return self.inner.binary(op.name, *inputs, op.compute, dtype)
+        if op.kind == "where":
+            return self.inner.where(*inputs, dtype)
+        return self.inner.clamp(inputs[0], *_bounds(op.name, scalars), dtype)
+
+    def unary(self, op: str, x: View, compute: DType, out_dtype: DType) -> View:
+        if op not in elementwise.UNARY_OPS:  # now, not when the kernel is generated
+            raise ValueError(f"unknown unary op {op!r}; ops: {', '.join(elementwise.UNARY_OPS)}")
+        # computed in float32 for 16-bit floats, as the unfused kernels do
+        return self._record(Op("unary", op, float_register(compute)), (x,), (), out_dtype)
+
+    def binary(self, op: str, x: View, y: View, compute: DType, out_dtype: DType) -> View:
+        if op not in elementwise.BINARY_OPS:
+            raise ValueError(f"unknown binary op {op!r}; ops: "
+                             f"{', '.join(elementwise.BINARY_OPS)}")
+        return self._record(Op("binary", op, float_register(compute)), (x, y), (), out_dtype)
+
+    def where(self, cond: View, x: View, y: View, out_dtype: DType) -> View:
+        return self._record(Op("where", "", out_dtype), (cond, x, y), (), out_dtype)
+
+    def clamp(self, x: View, lo: Any, hi: Any, out_dtype: DType) -> View:
+        compute = float_register(out_dtype)
+        bounds = tuple(scalar(b, compute) for b in (lo, hi) if b is not None)
+        name = ("lo" if lo is not None else "") + ("hi" if hi is not None else "")
+        return self._record(Op("clamp", name, compute), (x,), bounds, out_dtype)
+
+    def cast(self, x: View, dtype: DType) -> View:
+        return self.unary("identity", x, float_register(x.dtype), dtype)
+
+    def copy(self, x: View) -> View:
+        return self.unary("identity", x, x.dtype, x.dtype)
+
+
+def _bounds(name: str, scalars: tuple[Any, ...]) -> tuple[Any, Any]:
+    values = list(scalars)
+    lo = values.pop(0) if name.startswith("lo") else None
+    hi = values.pop(0) if name.endswith("hi") else None
+    return lo, hi
+
+
+def _storage_buffer_limit() -> int | None:
+    import cubepy as cube
+
+    return cube.target_info("wgsl").limits.get("max_storage_buffers_per_shader_stage")
