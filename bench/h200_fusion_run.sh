@@ -3,7 +3,7 @@
 # its tests, then burn's whole op suite with every backend wrapped in Fusion (cpu, cuda on the
 # GPU, wgpu on NVIDIA's Vulkan), the spirals example fused on cuda and wgpu, and (unless
 # BENCH=0) bench/fusion_gpu_bench.py, bench/fusion_host_probe.py (also without multiply-add
-# contraction), bench/autodiff_gpu_bench.py (plain and fused) and bench/autodiff_profile.py.
+# contraction), bench/fusion_kernel_probe.py, bench/autodiff_gpu_bench.py (plain and fused) and bench/autodiff_profile.py.
 # From the repo root, with .whl/ and .gl/ carried; logs go to $OUT.
 set -u
 source bench/h200_env.sh
@@ -27,6 +27,7 @@ if [ "${BENCH:-1}" = 1 ]; then
     # the bf16 chains without multiply-add contraction: bit-equal to the unfused ops?
     TRITON_DEFAULT_FP_FUSION=0 TRITON_CACHE_DIR=/tmp/tc-nofma python3 bench/fusion_host_probe.py \
         2>&1 | grep "^bf16" | sed 's/^/no fma: /' | tee -a $OUT/probe.log
+    python3 bench/fusion_kernel_probe.py 2>&1 | grep -v "^cubepy.autotune" | tee -a $OUT/probe.log
     python3 bench/autodiff_gpu_bench.py 2>&1 | grep -v "^cubepy.autotune" \
         | tee $OUT/autodiff_bench.log
     python3 bench/autodiff_profile.py 2>&1 | grep -v "^cubepy.autotune" | tee $OUT/profile.log

@@ -45,8 +45,9 @@ from .graph import (
 
 @dataclass
 class FusionStats:
-    """What a ``Fusion`` backend has done: ``launches`` of fused kernels, the elementwise
-    ``ops`` they computed, and the distinct ``kernels`` (plans) among them."""
+    """What a ``Fusion`` backend has done: ``launches`` of kernels for pending values (a
+    value of one op runs the inner backend's own kernel), the elementwise ``ops`` they
+    computed, and the distinct generated ``kernels`` (plans) among them."""
 
     launches: int = 0
     ops: int = 0
@@ -82,8 +83,10 @@ _Forwarding = type("_Forwarding", (), {
 class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
     """Kernel fusion for a cubepy backend: ``burn.Fusion(burn.Cuda())``.
 
-    Results are the unfused ones (each op still rounds to its own dtype). ``stats`` counts
-    the fused launches; ``realize(*tensors)`` computes what tensors have pending now.
+    Results are the unfused ones: each op still rounds to its own dtype (a GPU compiler
+    allowed to contract a multiply and an add into one rounding may do so inside a fused
+    kernel). ``stats`` counts the launches; ``realize(*tensors)`` computes what tensors have
+    pending now.
 
     Example:
         >>> fusion = burn.Fusion(burn.Cpu())
@@ -97,7 +100,7 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
 
     def __init__(self, inner: Backend | str | None = None):
         inner = default_backend() if inner is None else backend_for(inner)
-        if not isinstance(inner, CubeCore) or isinstance(inner, Fusion):
+        if not isinstance(inner, CubeCore):  # NumPy, Autodiff, Fusion
             wrapped = type(inner).__name__
             hint = ("write burn.Autodiff(burn.Fusion(...)): Autodiff goes outside"
                     if wrapped == "Autodiff" else "wrap Cpu(), Cuda() or Wgpu() once")

@@ -2,12 +2,13 @@
 
 ``trace`` flattens the DAG under a result into steps in dependency order, its distinct
 leaves (loaded) and constants (Python numbers, passed by value); the steps and the dtypes
-make the plan's key, so every training step that
-builds the same expression reuses one kernel (and cubepy's disk cache keeps it across
-processes: the source is the same text). ``kernel_source`` writes the kernel in cubepy, as a
-person would: one load per leaf, each op through ``kernels.elementwise``'s ``apply_unary`` and
-``apply_binary``, and one store. Every step converts its result to its own dtype, as the
-unfused op would store it, so a fused bfloat16 chain rounds where the unfused one does.
+make the plan's key, so every training step that builds the same expression reuses one
+kernel (and cubepy's disk cache keeps it across processes: the source is the same text).
+``kernel_source`` writes the kernel in cubepy, as a person would: one load per leaf, each op
+through ``kernels.elementwise``'s ``apply_unary`` and ``apply_binary``, and one store. Every
+step converts its result to its own dtype, as the unfused op would store it, so a fused
+bfloat16 chain rounds where the unfused one does (unless the target compiler may contract a
+multiply and an add: Triton with ``TRITON_DEFAULT_FP_FUSION=1``).
 
 Example:
     >>> steps = (("binary", "mul", "float32", (("x", 0), ("c", 0)), 0, "float32"),
