@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+import cubepy as cube
 from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 from kernels import elementwise
@@ -155,9 +156,8 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
             return self._eager(lazy.op, inputs, lazy.scalars, lazy.dtype).storage
         traced = codegen.trace(lazy)
         self.stats.ops += traced.ops
-        if traced.key not in self._plans:
-            self._plans.add(traced.key)
-            self.stats.kernels += 1
+        self._plans.add(traced.key)
+        self.stats.kernels = len(self._plans)
         return codegen.launch(self.inner.ctx, lazy, traced).storage
 
     def realize(self, *tensors: Any) -> None:
@@ -264,6 +264,4 @@ def _bounds(name: str, scalars: tuple[Any, ...]) -> tuple[Any, Any]:
 
 
 def _storage_buffer_limit() -> int | None:
-    import cubepy as cube
-
     return cube.target_info("wgsl").limits.get("max_storage_buffers_per_shader_stage")

@@ -39,7 +39,7 @@ from kernels import elementwise
 from kernels.layout import Context, View, launch_plan
 from kernels.strided import element_offset, layout_args, operand_args
 
-from .graph import Constant, Lazy
+from .graph import Constant, Lazy, leaf_key
 
 #: a step: (kind, name, compute dtype name, operand refs, first scalar index, dtype name);
 #: a ref is ("x", leaf index), ("c", constant index) or ("t", step index)
@@ -85,7 +85,7 @@ def trace(root: Lazy) -> Trace:
                     refs.append(ref)
                     continue
                 operand = operand.view()
-            key = (id(operand.storage), operand.offset, operand.strides, operand.dtype)
+            key = leaf_key(operand)
             ref = refs_of.get(key)
             if ref is None:
                 if type(operand.storage) is Constant:
