@@ -26,7 +26,7 @@ from cubepy import (
 )
 from cubepy import bool as bool  # noqa: A004 - burn.bool is the dtype, as torch.bool
 
-from . import nn, optim, record
+from . import data, nn, optim, record, train
 from .autodiff import Autodiff, Gradients
 from .backend import (
     Backend,
@@ -47,8 +47,8 @@ globals().update(_FUNCTIONS)
 
 __all__ = [
     "Autodiff", "Backend", "BurnError", "Cpu", "Cuda", "DType", "Fusion", "Gradients", "NumPy",
-    "Tensor", "Wgpu", "backend_for", "bfloat16", "bool", "default_backend", "float16", "float32",
-    "float64", "int8", "int16", "int32", "int64", "nn", "optim", "record", "set_default_backend",
-    "uint8", "uint32",
+    "Tensor", "Wgpu", "backend_for", "bfloat16", "bool", "data", "default_backend", "float16",
+    "float32", "float64", "int8", "int16", "int32", "int64", "nn", "optim", "record",
+    "set_default_backend", "train", "uint8", "uint32",
     *_FUNCTIONS,
 ]

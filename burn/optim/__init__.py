@@ -1,4 +1,5 @@
 """Optimizers: ``SGD``, ``Adam``, ``AdamW``; ``step(module, grads)`` returns the next module.
+Learning-rate schedules (``CosineDecay``, ``Warmup``, ...) give the rate of each step.
 
 Example:
     >>> ad = burn.Autodiff(burn.Cpu())
@@ -11,6 +12,17 @@ Example:
 
 from .adam import Adam, AdamW
 from .optimizer import Optimizer, clip_grad_norm
+from .schedule import (
+    Constant,
+    CosineDecay,
+    ExponentialDecay,
+    LinearDecay,
+    MultiStepDecay,
+    Schedule,
+    StepDecay,
+    Warmup,
+)
 from .sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "clip_grad_norm"]
+__all__ = ["SGD", "Adam", "AdamW", "Constant", "CosineDecay", "ExponentialDecay", "LinearDecay",
+           "MultiStepDecay", "Optimizer", "Schedule", "StepDecay", "Warmup", "clip_grad_norm"]

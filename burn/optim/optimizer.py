@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from cubepy.ir import dtypes as dt
 
-from ..autodiff import Gradients
+from ..autodiff import Autodiff, Gradients
 from ..backend.base import BurnError
 from ..nn.module import Module
 from ..tensor.tensor import Tensor
@@ -36,6 +38,8 @@ class Optimizer:
         #: moments), kept as inner-backend views (``kernels.layout.View``), not tensors: they
         #: go straight to and come back from the backend's ``sgd_step``/``adam_step``
         self.state: dict[str, dict[str, Any]] = {}
+        #: per parameter path: the inner backend its state views live on (for state_dict)
+        self._backends: dict[str, Any] = {}
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
         """The new value of ``param`` (a tensor of the inner backend) from its gradient, and
@@ -56,10 +60,50 @@ class Optimizer:
             grad = grads.get(p)
             if grad is None:
                 return p
-            new = self.update(name, p.inner(), grad, rate)
+            inner = p.inner()
+            self._backends[name] = inner.backend
+            new = self.update(name, inner, grad, rate)
             return new.to(p.backend).require_grad()
 
         return module.map_parameters(updated)
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The optimizer's state as NumPy arrays named ``"<parameter path>/<buffer>"``
+        (``"layers.0.weight/exp_avg"``, ``".../step"``), to save beside the model
+        (``burn.record.save_file``); the hyperparameters are not in it.
+
+        Example:
+            >>> sorted(opt.state_dict())[:2]  # doctest: +SKIP
+            ['0.bias/exp_avg', '0.bias/exp_avg_sq']
+        """
+        arrays = {}
+        for name, entries in self.state.items():
+            for key, value in entries.items():
+                if key == "step":
+                    arrays[f"{name}/step"] = np.array(value, np.int64)
+                elif value is not None:
+                    arrays[f"{name}/{key}"] = self._backends[name].to_numpy(value)
+        return arrays
+
+    def load_state_dict(self, arrays: dict[str, np.ndarray], module: Module) -> None:
+        """Restore ``state_dict()``'s arrays; their buffers go to the backend of ``module``'s
+        parameter of the same path (the module being trained, as ``step`` will receive it)."""
+        params = dict(module.named_parameters())
+        state: dict[str, dict[str, Any]] = {}
+        backends = {}
+        for key, array in arrays.items():
+            name, _, buffer = key.rpartition("/")
+            if name not in params:
+                raise BurnError(f"{type(self).__name__}.load_state_dict: {key!r} belongs to no "
+                                f"parameter of the module (it has {sorted(params)})")
+            owner = params[name].backend
+            # step() updates a parameter on its Autodiff backend's inner backend
+            backend = owner.inner if isinstance(owner, Autodiff) else owner
+            backends[name] = backend
+            array = np.asarray(array)
+            state.setdefault(name, {})[buffer] = (
+                int(array) if buffer == "step" else backend.from_numpy(array))
+        self.state, self._backends = state, backends
 
     def count(self, name: str) -> int:
         """The step number of parameter ``name`` (1 at its first update)."""

@@ -8,6 +8,7 @@ point, so a test that only compared values would pass with fusion off.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -152,18 +153,19 @@ def test_plans_are_reused(fusion: burn.Fusion, rng: np.random.Generator) -> None
 
 def test_threads_compute_a_value_once(fusion: burn.Fusion) -> None:
     y = burn.arange(1000, backend=fusion).to(burn.float32).sqrt() + 1
-    storages: list[object] = []
-    # the threads only compute: reading one wgpu device from several threads at once is not
-    # supported by cubepy's wgsl runtime yet
-    threads = [threading.Thread(target=lambda: storages.append(fusion.realized(y.prim).storage))
-               for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(storages) == 4 and all(s is storages[0] for s in storages)
+    start = threading.Barrier(4)
+
+    def compute_and_read() -> tuple[object, np.ndarray]:
+        start.wait()  # all at once: one computes, the others wait for it, all read the device
+        return fusion.realized(y.prim).storage, y.numpy()
+
+    with ThreadPoolExecutor(4) as pool:
+        results = [f.result(timeout=300) for f in [pool.submit(compute_and_read)
+                                                   for _ in range(4)]]
+    assert all(storage is results[0][0] for storage, _ in results)
     assert fusion.stats.launches == 1
-    np.testing.assert_allclose(y.numpy(), np.sqrt(np.arange(1000)) + 1, rtol=1e-6)
+    for _, value in results:
+        np.testing.assert_allclose(value, np.sqrt(np.arange(1000)) + 1, rtol=1e-6)
 
 
 def test_empty_tensors(fusion: burn.Fusion) -> None:

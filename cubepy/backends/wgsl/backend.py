@@ -72,6 +72,14 @@ def _subgroup_size(dev) -> int | None:
     cached = dev.caches.get("cubepy_codegen_subgroup", False)
     if cached is not False:
         return cached
+    with dev.lock:  # threads compiling at once probe once (the lock is reentrant)
+        cached = dev.caches.get("cubepy_codegen_subgroup", False)
+        if cached is False:
+            cached = dev.caches["cubepy_codegen_subgroup"] = _probe_lanes(dev)
+    return cached
+
+
+def _probe_lanes(dev) -> int | None:
     size = None
     sizes = dev.subgroup_size
     if sizes is not None and sizes[0] == sizes[1] and sizes[0] >= 4:
@@ -86,7 +94,6 @@ def _subgroup_size(dev) -> int | None:
         except Exception:  # noqa: BLE001 - a refusal means: do without subgroups
             size = None
         out.release()
-    dev.caches["cubepy_codegen_subgroup"] = size
     return size
 
 

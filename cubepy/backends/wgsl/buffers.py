@@ -5,6 +5,9 @@ A ``DeviceArray`` is a shape, a cubepy dtype and a pooled storage buffer. Buffer
 to its class's free list and is reused by the next allocation of that class. The free lists
 hold at most ``cap_bytes``; beyond it the oldest free buffers are destroyed.
 
+Threads may share arrays and the pool: the pool's lists change, and uploads, clears, copies
+and reads reach the device's command stream, only under the device's lock (``stream.py``).
+
 Storage layout of each dtype (the code generator must declare and access buffers this way):
 
 | cubepy dtype | WGSL element | bytes | host side | needs |
@@ -200,7 +203,6 @@ class BufferPool:
 
     def allocate(self, nbytes: int) -> PooledBuffer:
         """A buffer of at least ``nbytes`` bytes (contents undefined)."""
-        self.collect()
         max_size = self.device.limits.get("max_buffer_size")
         if max_size is not None and nbytes > max_size:
             raise WgslRuntimeError(
@@ -208,52 +210,59 @@ class BufferPool:
                 f"max_buffer_size is {max_size}"
             )
         size = size_class(nbytes, max_size)
-        uids = self._by_size.get(size)
-        if uids:
-            uid, _ = uids.popitem()
-            pooled = self._free.pop(uid)
-            self.held_bytes -= size
-            self.reuses += 1
-        else:
-            buffer = self.device.device.create_buffer(size=size, usage=BUFFER_USAGE)
-            pooled = PooledBuffer(buffer, size)
-            self.allocations += 1
-        self.in_use_bytes += size
+        with self.device.lock:  # two threads must not take the same free buffer
+            self.collect()
+            uids = self._by_size.get(size)
+            if uids:
+                uid, _ = uids.popitem()
+                pooled = self._free.pop(uid)
+                self.held_bytes -= size
+                self.reuses += 1
+            else:
+                buffer = self.device.device.create_buffer(size=size, usage=BUFFER_USAGE)
+                pooled = PooledBuffer(buffer, size)
+                self.allocations += 1
+            self.in_use_bytes += size
         return pooled
 
     def free(self, pooled: PooledBuffer) -> None:
-        """Give ``pooled`` back (safe to call from a finalizer)."""
+        """Give ``pooled`` back (safe to call from a finalizer, in any thread)."""
+        # No lock: a finalizer may run in the middle of another pool call, or in a thread
+        # that another waits for; deque.append is atomic and only locked callers apply it.
         self._pending.append(pooled)
-        # A finalizer may run in the middle of another pool call; only explicit callers apply.
 
     def collect(self) -> None:
         """Apply queued frees and trim the free lists to ``cap_bytes``."""
-        while self._pending:
-            pooled = self._pending.popleft()
-            self.in_use_bytes -= pooled.size
-            self._free[pooled.uid] = pooled
-            self._by_size.setdefault(pooled.size, {})[pooled.uid] = None
-            self.held_bytes += pooled.size
-        if self.held_bytes > self.cap_bytes:
-            self._trim(self.cap_bytes)
+        with self.device.lock:
+            while self._pending:
+                pooled = self._pending.popleft()
+                self.in_use_bytes -= pooled.size
+                self._free[pooled.uid] = pooled
+                self._by_size.setdefault(pooled.size, {})[pooled.uid] = None
+                self.held_bytes += pooled.size
+            if self.held_bytes > self.cap_bytes:
+                self._trim(self.cap_bytes)
 
     def clear(self) -> None:
         """Destroy every free buffer."""
-        self.collect()
-        self._trim(0)
+        with self.device.lock:
+            self.collect()
+            self._trim(0)
 
     def stats(self) -> dict[str, int]:
         """Counters: held (free) bytes, in-use bytes, buffers created, reuses."""
-        return {
-            "held_bytes": self.held_bytes,
-            "in_use_bytes": self.in_use_bytes,
-            "free_buffers": len(self._free),
-            "allocations": self.allocations,
-            "reuses": self.reuses,
-        }
+        with self.device.lock:
+            return {
+                "held_bytes": self.held_bytes,
+                "in_use_bytes": self.in_use_bytes,
+                "free_buffers": len(self._free),
+                "allocations": self.allocations,
+                "reuses": self.reuses,
+            }
 
     def _trim(self, limit: int) -> None:
-        # A recorded but unsubmitted launch may use the buffer: submit before destroying.
+        # Called with the device's lock held. A recorded but unsubmitted launch may use the
+        # buffer: submit before destroying.
         self.device.stream.flush()
         while self.held_bytes > limit and self._free:
             uid, pooled = self._free.popitem(last=False)
@@ -269,7 +278,10 @@ def get_pool(device: WgslDevice | None = None) -> BufferPool:
     device = device or get_device()
     pool = device.caches.get("buffer_pool")
     if pool is None:
-        pool = device.caches["buffer_pool"] = BufferPool(device)
+        with device.lock:  # one pool per device, even when threads ask at once
+            pool = device.caches.get("buffer_pool")
+            if pool is None:
+                pool = device.caches["buffer_pool"] = BufferPool(device)
     return pool
 
 
@@ -324,7 +336,8 @@ class DeviceArray:
         array = cls.empty(shape, dtype, device)
         if array.nbytes:
             # Recorded in the command stream: ordered with launches, no host-side zeros.
-            array.device.stream.encoder().clear_buffer(array.buffer, 0, array.binding_size)
+            with array.device.stream.recording() as encoder:
+                encoder.clear_buffer(array.buffer, 0, array.binding_size)
         return array
 
     @classmethod
@@ -388,16 +401,14 @@ class DeviceArray:
         raw = data.tobytes()
         if len(raw) % 4:
             raw += bytes(4 - len(raw) % 4)
-        # Keep the write after the launches recorded before it.
-        self.device.stream.flush()
-        self.device.queue.write_buffer(self.buffer, 0, raw)
+        self.device.stream.write(self.buffer, 0, raw)  # after the launches recorded before
 
     def numpy(self) -> np.ndarray:
         """A NumPy copy of the array (waits for the launches recorded before it)."""
         if self.nbytes == 0:
             return np.empty(self.shape, self.layout.host)
-        self.device.stream.flush()
-        raw = self.device.queue.read_buffer(self.buffer, 0, self.binding_size)
+        # Copied and submitted under the device's lock, mapped outside it (see stream.py).
+        raw = self.device.stream.read(self.buffer, 0, self.binding_size)
         data = np.frombuffer(raw, dtype=self.layout.storage, count=self.size)
         return data.astype(self.layout.host).reshape(self.shape)
 
@@ -412,8 +423,9 @@ class DeviceArray:
             raise ValueError(f"copy_from: {source.dtype} {source.shape} into {self.dtype} "
                              f"{self.shape}: the shape, dtype and device must be the same")
         if self.nbytes:
-            encoder = self.device.stream.encoder()
-            encoder.copy_buffer_to_buffer(source.buffer, 0, self.buffer, 0, self.binding_size)
+            with self.device.stream.recording() as encoder:
+                encoder.copy_buffer_to_buffer(source.buffer, 0, self.buffer, 0,
+                                              self.binding_size)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         host = self.numpy()

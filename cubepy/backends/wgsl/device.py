@@ -11,10 +11,12 @@ with the adapter's maximum for each limit of ``WANTED_LIMITS``. Feature names ar
 ``"shader-f64"``, ``"shader-int64"``, ...); limit names in ``WgslDevice.limits`` are
 snake_case (``max_storage_buffers_per_shader_stage``).
 
-Commands are recorded into one pending command encoder (``WgslDevice.stream``) and submitted
-in batches: a launch does not wait for the GPU. Anything that goes through the queue
-directly (``queue.write_buffer``, reads) must call ``stream.flush()`` first so that it stays
-ordered after the launches recorded before it.
+Commands are recorded into one pending command encoder (``WgslDevice.stream``, see
+``stream.py``) and submitted in batches: a launch does not wait for the GPU. Anything that
+goes through the queue directly (``queue.write_buffer``, reads) must call ``stream.flush()``
+first so that it stays ordered after the launches recorded before it. Threads share the
+device: ``WgslDevice.lock`` (the stream's reentrant lock) guards the encoder, the queue's
+order and the per-device ``caches`` (buffer pool, pipelines, bind groups, uniform ring).
 
 Example:
     >>> from cubepy.backends.wgsl.device import get_device
@@ -28,7 +30,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import wgpu
@@ -42,6 +43,7 @@ from .adapters import (  # noqa: F401 - the adapter's errors and choice, named h
     adapter_summaries,
     select_adapter,
 )
+from .stream import CommandStream
 
 # Features requested when the adapter offers them (wgpu-py 0.32 names).
 WANTED_FEATURES: tuple[str, ...] = (
@@ -120,183 +122,6 @@ class UnsupportedDtypeError(WgslRuntimeError, UnsupportedError):
     """A dtype the ``wgsl`` target (or this adapter) cannot store or compute."""
 
 
-try:  # wgpu-native's raw entry points: the launch fast path skips wgpu-py's wrappers
-    from wgpu.backends.wgpu_native._ffi import ffi as _ffi
-    from wgpu.backends.wgpu_native._ffi import lib as _lib
-
-    _raw_set_pipeline = _lib.wgpuComputePassEncoderSetPipeline
-    _raw_set_bind_group = _lib.wgpuComputePassEncoderSetBindGroup
-    _raw_dispatch = _lib.wgpuComputePassEncoderDispatchWorkgroups
-    _NULL = _ffi.NULL
-except Exception:  # noqa: BLE001 - another wgpu backend or version: use the public API
-    _ffi = None
-
-
-class CommandStream:
-    """The pending command encoder of a device: launches are recorded, then submitted in batches.
-
-    Dispatches share one open compute pass (WebGPU orders dispatches within a pass and makes
-    each dispatch's storage writes visible to the next). The pass stays open across launches
-    and is ended only when something needs the encoder or the queue: a copy or clear
-    (``encoder()``), ``flush()`` (submit, no wait), ``synchronize()`` (wait for the GPU), or
-    the automatic submit after ``max_batch`` dispatches. Hooks added with ``add_submit_hook``
-    run just before each submit (the uniform ring uploads its new slots there, so the upload
-    is ordered before the dispatches that read them).
-
-    ``dispatch()`` is the launch fast path: it skips ``set_pipeline`` / ``set_bind_group``
-    when the pass already has that pipeline / bind group and dynamic offset, and calls
-    wgpu-native directly (commands recorded in a pass report their errors when the pass
-    ends, so wgpu-py's per-call error capture adds nothing there).
-
-    Example:
-        >>> stream = get_device().stream
-        >>> stream.synchronize()
-    """
-
-    def __init__(self, device: wgpu.GPUDevice, max_batch: int = 256) -> None:
-        self._device = device
-        self.max_batch = max_batch
-        self._encoder: wgpu.GPUCommandEncoder | None = None
-        self._pass: wgpu.GPUComputePassEncoder | None = None
-        self._pending = 0
-        self._fence: wgpu.GPUBuffer | None = None
-        self._flush_hooks: list[Callable[[], None]] = []
-        self._submit_hooks: list[Callable[[], None]] = []
-        # What the open pass has bound, so repeated launches skip redundant commands.
-        self._raw_pass: Any = None
-        self._bound_pipeline: Any = None
-        self._bound_group: Any = None
-        self._bound_offset = -1
-        self._offsets = _ffi.new("uint32_t[1]") if _ffi is not None else None
-        # Timing asks for timestamp writes on every pass it opens (see timing.py).
-        self.pass_timestamps: Callable[[], dict[str, Any] | None] | None = None
-
-    @property
-    def pending_dispatches(self) -> int:
-        """Dispatches recorded since the last submit."""
-        return self._pending
-
-    def compute_pass(self) -> wgpu.GPUComputePassEncoder:
-        """The open compute pass of the pending encoder (opened on demand).
-
-        The caller may bind anything on it, so ``dispatch()`` rebinds afterwards.
-        """
-        compute_pass = self._open_pass()
-        self._forget_bindings()
-        return compute_pass
-
-    def dispatch(
-        self,
-        pipeline: wgpu.GPUComputePipeline,
-        group: wgpu.GPUBindGroup,
-        offset: int,
-        x: int,
-        y: int,
-        z: int,
-    ) -> None:
-        """Record one dispatch of ``(x, y, z)`` workgroups with ``group`` at bind group 0.
-
-        ``offset`` is the dynamic offset of the group's uniform binding, or -1 when the group
-        has none. Counts the dispatch (see ``note_dispatch``).
-        """
-        compute_pass = self._pass
-        if compute_pass is None:
-            compute_pass = self._open_pass()
-        raw = self._raw_pass
-        if raw is None:  # no direct access to wgpu-native: the public API
-            compute_pass.set_pipeline(pipeline)
-            compute_pass.set_bind_group(0, group, [offset] if offset >= 0 else [])
-            compute_pass.dispatch_workgroups(x, y, z)
-        else:
-            if pipeline is not self._bound_pipeline:
-                _raw_set_pipeline(raw, pipeline._internal)
-                self._bound_pipeline = pipeline
-                self._bound_group = None  # a new pipeline may need the group set again
-            if group is not self._bound_group or offset != self._bound_offset:
-                if offset >= 0:
-                    self._offsets[0] = offset
-                    _raw_set_bind_group(raw, 0, group._internal, 1, self._offsets)
-                else:
-                    _raw_set_bind_group(raw, 0, group._internal, 0, _NULL)
-                self._bound_group = group
-                self._bound_offset = offset
-            _raw_dispatch(raw, x, y, z)
-        self._pending += 1
-        if self._pending >= self.max_batch:
-            self.flush()
-
-    def encoder(self) -> wgpu.GPUCommandEncoder:
-        """The pending encoder with no open pass, for copies and query resolves."""
-        self._end_pass()
-        if self._encoder is None:
-            self._encoder = self._device.create_command_encoder()
-        return self._encoder
-
-    def note_dispatch(self) -> None:
-        """Count one recorded dispatch; submits the batch when it reaches ``max_batch``."""
-        self._pending += 1
-        if self._pending >= self.max_batch:
-            self.flush()
-
-    def add_flush_hook(self, hook: Callable[[], None]) -> None:
-        """Call ``hook()`` after every submit."""
-        self._flush_hooks.append(hook)
-
-    def add_submit_hook(self, hook: Callable[[], None]) -> None:
-        """Call ``hook()`` just before every submit (queue writes it makes come first)."""
-        self._submit_hooks.append(hook)
-
-    def flush(self) -> None:
-        """Submit what is recorded, without waiting for the GPU."""
-        self._end_pass()
-        for hook in self._submit_hooks:
-            hook()
-        encoder, self._encoder = self._encoder, None
-        self._pending = 0
-        if encoder is not None:
-            self._device.queue.submit([encoder.finish()])
-        for hook in self._flush_hooks:
-            hook()
-
-    def synchronize(self) -> None:
-        """Submit what is recorded and wait until the GPU has finished all submitted work."""
-        # wgpu-py 0.32's queue.on_submitted_work_done_sync() fails (its callback has the
-        # wrong C signature), so wait on a fence: a mapping resolves once the submit that
-        # last used the buffer is done, and the queue finishes submits in order.
-        if self._fence is None:
-            usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
-            self._fence = self._device.create_buffer(size=4, usage=usage, label="cubepy fence")
-        self.encoder().clear_buffer(self._fence, 0, 4)
-        self.flush()
-        self._fence.map_sync("READ")
-        self._fence.unmap()
-
-    def _open_pass(self) -> wgpu.GPUComputePassEncoder:
-        if self._pass is None:
-            if self._encoder is None:
-                self._encoder = self._device.create_command_encoder()
-            writes = self.pass_timestamps() if self.pass_timestamps is not None else None
-            if writes:
-                self._pass = self._encoder.begin_compute_pass(timestamp_writes=writes)
-            else:
-                self._pass = self._encoder.begin_compute_pass()
-            self._raw_pass = getattr(self._pass, "_internal", None) if _ffi is not None else None
-            self._forget_bindings()
-        return self._pass
-
-    def _forget_bindings(self) -> None:
-        self._bound_pipeline = None
-        self._bound_group = None
-        self._bound_offset = -1
-
-    def _end_pass(self) -> None:
-        if self._pass is not None:
-            compute_pass, self._pass = self._pass, None
-            self._raw_pass = None
-            self._forget_bindings()
-            compute_pass.end()
-
-
 class WgslDevice:
     """One WebGPU adapter and device with what cubepy needs to know about them.
 
@@ -307,6 +132,8 @@ class WgslDevice:
         limits: the device's limits, snake_case names (``max_buffer_size``, ...).
         supported_dtypes: cubepy dtype names this device stores and computes.
         stream: the pending command encoder (see ``CommandStream``).
+        lock: the device's one reentrant lock (``stream.lock``): hold it around anything
+            that records into the stream, uses the queue or changes ``caches``.
         caches: per-device state owned by other modules (buffer pool, pipelines, ...).
 
     Example:
@@ -331,6 +158,7 @@ class WgslDevice:
             k.replace("-", "_"): int(v) for k, v in self.device.limits.items()
         }
         self.stream = CommandStream(self.device)
+        self.lock = self.stream.lock
         self.caches: dict[str, Any] = {}
         self._subgroup_size: tuple[int, int] | None | bool = False  # False: not probed yet
         self.supported_dtypes: frozenset[str] = BASE_DTYPES | frozenset(
@@ -385,7 +213,9 @@ class WgslDevice:
         so the first access runs a probe kernel and records the sizes it saw.
         """
         if self._subgroup_size is False:
-            self._subgroup_size = self._probe_subgroup_size()
+            with self.lock:  # the probe submits and reads: once, and ordered with launches
+                if self._subgroup_size is False:
+                    self._subgroup_size = self._probe_subgroup_size()
         return self._subgroup_size  # type: ignore[return-value]
 
     @property

@@ -16,6 +16,11 @@ buffers. ``WgslKernel.launch`` (backend.py) adds a fast path for DeviceArray arg
 before: one tuple of the arrays' bind keys, one ``struct.pack`` of the grid and scalars, one
 dispatch.
 
+Threads may launch at once: the ring, the bind group cache and the pipeline caches are the
+device's, changed only under the device's lock (``stream.py``). A launch holds it from
+taking its uniform slot to recording its dispatch, since a full ring submits and reuses its
+slots; pipelines compile outside it (slow, and wgpu's device is thread-safe).
+
 Example:
     >>> import numpy as np
     >>> from cubepy.backends.wgsl.buffers import from_numpy
@@ -111,12 +116,18 @@ class UniformRing:
         device.stream.add_submit_hook(self.upload)
 
     def rewind(self) -> None:
-        """Forget every slot and start again at offset 0 (submit first if slots are in use)."""
+        """Forget every slot and start again at offset 0 (submit first if slots are in use).
+
+        The caller holds the device's lock (as for ``push``)."""
         self.slots.clear()
         self.offset = 0
 
     def push(self, data: bytes) -> int:
-        """The offset of a slot holding ``data`` (a new slot when no slot holds it yet)."""
+        """The offset of a slot holding ``data`` (a new slot when no slot holds it yet).
+
+        The caller holds the device's lock until the dispatch reading the slot is recorded:
+        a later push may submit and rewind the ring, after which the slot is overwritten.
+        """
         offset = self.slots.get(data)
         if offset is not None:
             return offset
@@ -134,7 +145,8 @@ class UniformRing:
         return offset
 
     def upload(self) -> None:
-        """Write the slots filled since the last upload into the buffer (before a submit)."""
+        """Write the slots filled since the last upload into the buffer (a submit hook, so
+        it runs under the device's lock)."""
         lo, hi = self._dirty_lo, self._dirty_hi
         if hi > lo:
             self._dirty_lo, self._dirty_hi = len(self._host), 0
@@ -166,34 +178,36 @@ class BindGroupCache:
     ) -> wgpu.GPUBindGroup:
         """The bind group binding ``(buffer, size)`` pairs to bindings 0, 1, ..."""
         key = (layout_key, tuple((id(buf), size) for buf, size in resources))
-        entry = self._entries.get(key)
-        if entry is not None:
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return entry[0]
-        self.misses += 1
-        group = self.device.device.create_bind_group(
-            layout=layout,
-            entries=[
-                {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": size}}
-                for i, (buf, size) in enumerate(resources)
-            ],
-        )
-        buffers = tuple(buf for buf, _ in resources)
-        self._entries[key] = (group, buffers)
-        for buf in buffers:
-            self._keys_of.setdefault(id(buf), set()).add(key)
-        while len(self._entries) > self.capacity:
-            old_key, (_, old_buffers) = self._entries.popitem(last=False)
-            self._forget(old_key, old_buffers)
-        return group
+        with self.device.lock:  # the LRU order and the reverse index change together
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return entry[0]
+            self.misses += 1
+            group = self.device.device.create_bind_group(
+                layout=layout,
+                entries=[
+                    {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": size}}
+                    for i, (buf, size) in enumerate(resources)
+                ],
+            )
+            buffers = tuple(buf for buf, _ in resources)
+            self._entries[key] = (group, buffers)
+            for buf in buffers:
+                self._keys_of.setdefault(id(buf), set()).add(key)
+            while len(self._entries) > self.capacity:
+                old_key, (_, old_buffers) = self._entries.popitem(last=False)
+                self._forget(old_key, old_buffers)
+            return group
 
     def evict(self, buffer: wgpu.GPUBuffer) -> None:
         """Drop every bind group that binds ``buffer``."""
-        for key in self._keys_of.pop(id(buffer), set()):
-            entry = self._entries.pop(key, None)
-            if entry is not None:
-                self._forget(key, entry[1])
+        with self.device.lock:
+            for key in self._keys_of.pop(id(buffer), set()):
+                entry = self._entries.pop(key, None)
+                if entry is not None:
+                    self._forget(key, entry[1])
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -210,7 +224,10 @@ class BindGroupCache:
 def _device_cache(device: WgslDevice, name: str, factory: Any) -> Any:
     value = device.caches.get(name)
     if value is None:
-        value = device.caches[name] = factory(device)
+        with device.lock:  # one per device: a second uniform ring would be a second upload
+            value = device.caches.get(name)
+            if value is None:
+                value = device.caches[name] = factory(device)
     return value
 
 
@@ -308,8 +325,9 @@ class Launcher:
                 "binding holding the grid (see uniforms.py)"
             )
         group = self.bind_group(buffers, len(data))
-        offset = self._ring.push(data) if self._ring is not None else -1
-        self.device.stream.dispatch(self.pipeline, group, offset, *counts)
+        with self.device.lock:  # the uniform slot stays ours until the dispatch is recorded
+            offset = self._ring.push(data) if self._ring is not None else -1
+            self.device.stream.dispatch(self.pipeline, group, offset, *counts)
 
     def bind_group(
         self, buffers: Sequence[DeviceArray | wgpu.GPUBuffer], uniform_size: int = 0
@@ -336,8 +354,9 @@ class Launcher:
         The launch fast path: no checks beyond those ``bind_group()`` made.
         """
         ring = self._ring
-        offset = ring.push(uniform_data) if ring is not None else -1
-        self.device.stream.dispatch(self.pipeline, group, offset, x, y, z)
+        with self.device.lock:  # the uniform slot stays ours until the dispatch is recorded
+            offset = ring.push(uniform_data) if ring is not None else -1
+            self.device.stream.dispatch(self.pipeline, group, offset, x, y, z)
 
     __call__ = launch
 
@@ -396,6 +415,8 @@ class Launcher:
         cached = cache.get(key)
         if cached is not None:
             return cached
+        # Compiled without the device's lock (it takes long, and wgpu's device is thread-safe);
+        # two threads compiling one source at once keep the first result.
         layout = _bind_group_layout(self.device, self.bindings)
         gpu = self.device.device
         try:
@@ -411,23 +432,25 @@ class Launcher:
                 f"{self.device.adapter_summary!r}:\n{exc}",
                 self.source,
             ) from exc
-        cache[key] = (layout, pipeline)
-        return layout, pipeline
+        with self.device.lock:
+            return cache.setdefault(key, (layout, pipeline))
 
 
 def _bind_group_layout(device: WgslDevice, kinds: tuple[str, ...]) -> wgpu.GPUBindGroupLayout:
     cache: dict = _device_cache(device, "bind_group_layouts", lambda _d: {})
-    layout = cache.get(kinds)
-    if layout is None:
-        entries = [
-            {
-                "binding": i,
-                "visibility": wgpu.ShaderStage.COMPUTE,
-                "buffer": {"type": _LAYOUT_TYPES[kind], "has_dynamic_offset": kind == UNIFORM},
-            }
-            for i, kind in enumerate(kinds)
-        ]
-        layout = cache[kinds] = device.device.create_bind_group_layout(entries=entries)
+    with device.lock:  # one layout per kinds (the bind group cache keys on its id)
+        layout = cache.get(kinds)
+        if layout is None:
+            entries = [
+                {
+                    "binding": i,
+                    "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": _LAYOUT_TYPES[kind],
+                               "has_dynamic_offset": kind == UNIFORM},
+                }
+                for i, kind in enumerate(kinds)
+            ]
+            layout = cache[kinds] = device.device.create_bind_group_layout(entries=entries)
     return layout
 
 

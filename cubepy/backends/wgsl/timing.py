@@ -6,6 +6,11 @@ time, without the gaps between submits), converted with the queue's timestamp pe
 it, or if the passes outnumber the query set, the result is the wall clock around recording,
 submitting and waiting.
 
+Timing holds the device's lock (``stream.py``) from the first wait to the last read: launches
+of other threads wait meanwhile, so they are neither timed (each pass opened while timing
+gets timestamps) nor mixed into the work being timed, and the query buffers are this
+timing's alone. ``record`` runs in the calling thread, which may take the lock again.
+
 Example:
     >>> seconds = time_launches(lambda: None)
     >>> seconds >= 0.0
@@ -71,16 +76,17 @@ def time_launches(
     device = device or get_device()
     if method == "auto":
         method = timing_method(device)
-    stream = device.stream
-    stream.synchronize()
-    if method == "wallclock":
-        started = time.perf_counter()
-        record()
-        stream.synchronize()
-        return time.perf_counter() - started
-    if not device.has("timestamp-query"):
+    if method != "wallclock" and not device.has("timestamp-query"):
         raise ValueError(f"{device.adapter_summary!r} has no 'timestamp-query' feature")
-    return _time_with_timestamps(device, record)
+    stream = device.stream
+    with device.lock:
+        stream.synchronize()
+        if method == "wallclock":
+            started = time.perf_counter()
+            record()
+            stream.synchronize()
+            return time.perf_counter() - started
+        return _time_with_timestamps(device, record)
 
 
 def _query_resources(device: WgslDevice) -> tuple[wgpu.GPUQuerySet, wgpu.GPUBuffer]:
@@ -96,6 +102,7 @@ def _query_resources(device: WgslDevice) -> tuple[wgpu.GPUQuerySet, wgpu.GPUBuff
 
 
 def _time_with_timestamps(device: WgslDevice, record: Callable[[], None]) -> float:
+    # Called with the device's lock held (time_launches).
     stream = device.stream
     query_set, resolve = _query_resources(device)
     slots = _TimestampSlots(query_set, MAX_TIMED_PASSES)
@@ -109,10 +116,8 @@ def _time_with_timestamps(device: WgslDevice, record: Callable[[], None]) -> flo
     if slots.overflowed or slots.used == 0:
         stream.synchronize()
         return time.perf_counter() - started
-    encoder = stream.encoder()
-    encoder.resolve_query_set(query_set, 0, 2 * slots.used, resolve, 0)
-    stream.flush()
-    raw = device.queue.read_buffer(resolve, 0, 16 * slots.used)
+    stream.encoder().resolve_query_set(query_set, 0, 2 * slots.used, resolve, 0)
+    raw = stream.read(resolve, 0, 16 * slots.used)
     ticks = memoryview(raw).cast("Q").tolist()
     total = sum(ticks[2 * i + 1] - ticks[2 * i] for i in range(slots.used))
     if any(ticks[2 * i + 1] < ticks[2 * i] for i in range(slots.used)):

@@ -1,0 +1,22 @@
+"""Training: ``Learner`` (the loop), metrics, checkpoints and the terminal dashboard.
+
+Example:
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(128, 2)).astype(np.float32)
+    >>> y = (x[:, 0] > x[:, 1]).astype(np.int64)
+    >>> batches = [(x[i:i + 32], y[i:i + 32]) for i in range(0, 128, 32)]
+    >>> model = burn.nn.Linear(2, 2, generator=burn.Generator(0))
+    >>> learner = burn.train.Learner(model, burn.optim.SGD(lr=0.5), burn.nn.cross_entropy,
+    ...                              metrics=[burn.train.Accuracy()], dashboard=False)
+    >>> model = learner.fit(batches, epochs=20)
+    >>> learner.history[-1]["train"]["accuracy"] > 0.9
+    True
+"""
+
+from .checkpoint import Checkpointer
+from .dashboard import Dashboard
+from .learner import Learner
+from .metrics import Accuracy, Loss, MeanAbsoluteError, Metric
+
+__all__ = ["Accuracy", "Checkpointer", "Dashboard", "Learner", "Loss", "MeanAbsoluteError",
+           "Metric"]

@@ -1,0 +1,245 @@
+"""``Learner``: the training loop, with metrics, a learning-rate schedule, gradient clipping,
+validation, checkpoints and a terminal dashboard.
+
+Batches are tuples ``(inputs..., target)`` of tensors (or NumPy arrays), as
+``burn.data.DataLoader`` yields them; the model is called as ``model(*inputs)`` and the loss
+as ``loss(output, target)``. Models are values (``burn.nn.Module``): each step makes the next
+model, which the learner keeps as ``learner.model``, and ``fit`` returns the last one.
+
+Example:
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(64, 3)).astype(np.float32)
+    >>> y = (x @ np.array([[1.0], [-2.0], [0.5]], np.float32))
+    >>> batches = [(x[i:i + 16], y[i:i + 16]) for i in range(0, 64, 16)]
+    >>> learner = burn.train.Learner(burn.nn.Linear(3, 1), burn.optim.Adam(lr=0.1),
+    ...                              burn.nn.mse_loss, dashboard=False)
+    >>> model = learner.fit(batches, epochs=30)
+    >>> learner.history[-1]["train"]["loss"] < 0.01
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..autodiff import Autodiff
+from ..backend.base import Backend, BurnError
+from ..nn.module import Module
+from ..optim.optimizer import Optimizer, clip_grad_norm
+from ..optim.schedule import resolve
+from ..tensor.tensor import Tensor
+from .checkpoint import Checkpointer
+from .dashboard import Dashboard, Silent
+from .metrics import Loss, Metric
+
+
+class Learner:
+    """Trains ``model`` with ``optimizer`` on ``loss(output, target)``.
+
+    - ``schedule``: the learning rate of each step (a ``burn.optim`` schedule, any callable
+      of the step number, or a number); the optimizer's ``lr`` when None.
+    - ``metrics``: what to measure besides the loss (``burn.train.Accuracy()``, ...), on the
+      training batches and on the validation set.
+    - ``clip_grad_norm``: scale the gradients to this global L2 norm at most.
+    - ``checkpoints``: a folder (or a ``Checkpointer``) to save the run to after each epoch;
+      ``fit(..., resume=True)`` continues from its newest checkpoint.
+    - ``dashboard``: True (progress on standard error), False (silent) or a ``Dashboard``.
+
+    The model's parameters are trained on an ``Autodiff`` backend: the one they live on, or
+    one wrapped around their backend (``Autodiff(Fusion(Cuda()))`` keeps its fusion).
+    """
+
+    def __init__(self, model: Module, optimizer: Optimizer, loss: Callable[[Any, Any], Tensor],
+                 *, schedule: Callable[[int], float] | float | None = None,
+                 metrics: Sequence[Metric] = (), clip_grad_norm: float | None = None,
+                 checkpoints: str | Path | Checkpointer | None = None,
+                 dashboard: bool | Dashboard = True):
+        if not isinstance(model, Module):
+            raise BurnError(f"Learner: expected a burn.nn.Module to train, got "
+                            f"{type(model).__name__}")
+        if not isinstance(optimizer, Optimizer):
+            raise BurnError(f"Learner: expected an optimizer such as burn.optim.Adam(lr=1e-3), "
+                            f"got {type(optimizer).__name__}")
+        if not callable(loss):
+            raise BurnError(f"Learner: the loss must be a function of (output, target) such as "
+                            f"burn.nn.cross_entropy, got {type(loss).__name__}")
+        for metric in metrics:
+            if not isinstance(metric, Metric):
+                raise BurnError(f"Learner: metrics must be burn.train.Metric instances such as "
+                                f"burn.train.Accuracy(), got {type(metric).__name__}")
+        if clip_grad_norm is not None and not clip_grad_norm > 0:
+            raise BurnError(f"Learner: clip_grad_norm must be > 0, got {clip_grad_norm}")
+        self.backend = _autodiff_backend(model)
+        self.model = model.to(self.backend).require_grad()
+        self.optimizer, self.loss = optimizer, loss
+        self.schedule = resolve(schedule, optimizer.lr)
+        self.metrics = [Loss(), *(m for m in metrics if not isinstance(m, Loss))]
+        self.clip = clip_grad_norm
+        self.checkpoints = (checkpoints if isinstance(checkpoints, Checkpointer) or checkpoints
+                            is None else Checkpointer(checkpoints))
+        self.dashboard = (dashboard if isinstance(dashboard, Dashboard)
+                          else Dashboard() if dashboard else Silent())
+        #: optimizer steps taken, epochs finished, and one record per finished epoch
+        self.step = 0
+        self.epochs_done = 0
+        self.history: list[dict[str, Any]] = []
+
+    # ---- the loop ----
+
+    def fit(self, train: Iterable[Sequence[Any]], epochs: int, *,
+            valid: Iterable[Sequence[Any]] | None = None, resume: bool = False) -> Module:
+        """Train until ``epochs`` epochs are done in all (a learner that has done some, or
+        resumes from a checkpoint, does only the rest) and return the model. ``train`` and
+        ``valid`` are re-iterable collections of batches; a loader with ``set_epoch`` is told
+        each epoch's number, so a resumed run shuffles as the uninterrupted one would."""
+        if epochs < 0:
+            raise BurnError(f"Learner.fit: epochs must be >= 0, got {epochs}")
+        if resume:
+            self._resume()
+        for epoch in range(self.epochs_done, epochs):
+            started = time.perf_counter()
+            self.dashboard.start_epoch(epoch, epochs, _length(train))
+            trained = self._train_epoch(train, epoch)
+            record: dict[str, Any] = {"epoch": epoch, "step": self.step,
+                                      "lr": self.schedule(max(self.step - 1, 0)),
+                                      "train": trained}
+            if valid is not None:
+                record["valid"] = self.evaluate(valid, epoch=epoch)
+            record["seconds"] = time.perf_counter() - started
+            if not math.isfinite(trained["loss"]):
+                raise BurnError(
+                    f"Learner.fit: the training loss of epoch {epoch + 1} is {trained['loss']} "
+                    f"(the model diverged): lower the learning rate, or pass "
+                    f"clip_grad_norm=1.0 to the Learner"
+                    f"{'' if self.checkpoints is None else '; the last checkpoint is kept'}")
+            self.history.append(record)
+            self.epochs_done = epoch + 1
+            self.dashboard.end_epoch(self._formatted(record), record["seconds"],
+                                     f"lr {record['lr']:.3g}")
+            if self.checkpoints is not None:
+                self.checkpoints.save(epoch, self.model, self.optimizer,
+                                      {"step": self.step, "history": self.history})
+        return self.model
+
+    def evaluate(self, batches: Iterable[Sequence[Any]], epoch: int | None = None
+                 ) -> dict[str, float]:
+        """The metrics (the loss first) of the current model over ``batches``, in inference
+        mode (``model.eval()``) and without recording gradients."""
+        model = self.model.eval().to(self.backend.inner)
+        metrics = self._fresh_metrics()
+        if epoch is not None and hasattr(batches, "set_epoch"):
+            batches.set_epoch(epoch)
+        for batch in batches:
+            inputs, target = self._split(batch, self.backend.inner)
+            output = model(*inputs)
+            loss = self._checked_loss(output, target)
+            for metric in metrics:
+                metric.update(output, target, loss)
+        return {m.name: m.value() for m in metrics}
+
+    def _train_epoch(self, batches: Iterable[Sequence[Any]], epoch: int) -> dict[str, float]:
+        metrics = self._fresh_metrics()
+        if hasattr(batches, "set_epoch"):
+            batches.set_epoch(epoch)
+        self.model = self.model.train()
+        done = items = 0
+        for batch in batches:
+            inputs, target = self._split(batch, self.backend)
+            output = self.model(*inputs)
+            loss = self._checked_loss(output, target)
+            grads = loss.backward()
+            if self.clip is not None:
+                grads, _ = clip_grad_norm(grads, self.clip)
+            self.model = self.optimizer.step(self.model, grads, lr=self.schedule(self.step))
+            self.step += 1
+            output, target, loss = output.detach(), target.detach(), loss.detach()
+            for metric in metrics:
+                metric.update(output, target, loss)
+            done += 1
+            items += target.shape[0] if target.ndim else 1
+            self.dashboard.batch(done, items, lambda: {
+                m.name: m.format(m.value()) for m in metrics})
+        if done == 0:
+            raise BurnError("Learner.fit: the training data yielded no batch (an empty loader, "
+                            "or an iterator used up by an earlier epoch: pass a list or a "
+                            "burn.data.DataLoader, which can be iterated again)")
+        return {m.name: m.value() for m in metrics}
+
+    # ---- pieces ----
+
+    def _fresh_metrics(self) -> list[Metric]:
+        metrics = [copy.deepcopy(m) for m in self.metrics]
+        for metric in metrics:
+            metric.reset()
+        return metrics
+
+    def _split(self, batch: Sequence[Any], backend: Backend) -> tuple[list[Tensor], Tensor]:
+        if not isinstance(batch, (tuple, list)) or len(batch) < 2:
+            raise BurnError(f"Learner: a batch must be a tuple (inputs..., target), got "
+                            f"{type(batch).__name__}"
+                            f"{f' of {len(batch)}' if isinstance(batch, (tuple, list)) else ''}")
+        values = [_on(value, backend) for value in batch]
+        return values[:-1], values[-1]
+
+    def _checked_loss(self, output: Any, target: Tensor) -> Tensor:
+        loss = self.loss(output, target)
+        if not isinstance(loss, Tensor) or loss.numel() != 1:
+            raise BurnError(f"Learner: the loss function must return one number (a tensor of "
+                            f"one element, such as a mean over the batch), got "
+                            f"{getattr(loss, 'shape', type(loss).__name__)}")
+        return loss
+
+    def _resume(self) -> None:
+        if self.checkpoints is None:
+            raise BurnError("Learner.fit(resume=True) needs checkpoints: "
+                            "Learner(..., checkpoints='runs/name')")
+        if not self.checkpoints.epochs():
+            self.dashboard.message(f"no checkpoint in {self.checkpoints.directory}: "
+                                   f"starting from the first epoch")
+            return
+        model, state = self.checkpoints.load(self.model, self.optimizer)
+        self.model = model.require_grad()
+        self.step, self.history = state["step"], state["history"]
+        self.epochs_done = state["epoch"] + 1
+        self.dashboard.message(f"resumed from {self.checkpoints.path(state['epoch'])} "
+                               f"(epoch {self.epochs_done}, step {self.step})")
+
+    def _formatted(self, record: dict[str, Any]) -> dict[str, dict[str, str]]:
+        formats = {m.name: m.format for m in self.metrics}
+        return {phase: {name: formats[name](value) for name, value in record[phase].items()}
+                for phase in ("train", "valid") if phase in record}
+
+
+def _autodiff_backend(model: Module) -> Autodiff:
+    backends = {id(p.backend): p.backend for p in model.parameters()}
+    if not backends:
+        raise BurnError(f"Learner: {type(model).__name__} has no parameter to train")
+    if len(backends) > 1:
+        raise BurnError(f"Learner: the model's parameters live on several backends "
+                        f"({', '.join(sorted(repr(b) for b in backends.values()))}); move it "
+                        f"to one with model.to(backend)")
+    backend = next(iter(backends.values()))
+    return backend if isinstance(backend, Autodiff) else Autodiff(backend)
+
+
+def _on(value: Any, backend: Backend) -> Tensor:
+    if isinstance(value, Tensor):
+        return value.to(backend)
+    if isinstance(value, np.ndarray):
+        return Tensor(backend.from_numpy(value), backend)
+    raise BurnError(f"Learner: batch values must be tensors or NumPy arrays, got "
+                    f"{type(value).__name__}")
+
+
+def _length(batches: Any) -> int | None:
+    try:
+        return len(batches)
+    except TypeError:
+        return None
