@@ -80,7 +80,10 @@ def main() -> int:
         backend = burn.Fusion(backend)
     print(f"training on {backend!r}", flush=True)
     start = time.perf_counter()
-    learner = run(backend, args.epochs, checkpoints=args.checkpoints, resume=args.resume)
+    try:
+        learner = run(backend, args.epochs, checkpoints=args.checkpoints, resume=args.resume)
+    except KeyboardInterrupt:  # the learner has said where to resume from
+        return 130
     if not learner.history:
         print("nothing to do: the checkpoint has all the epochs asked for")
         return 0

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..backend.base import Backend
 from ..tensor import Tensor
+from ..tensor.conv_transpose import spread_by_stride, transposed_convolution
 from .functions import bt
 from .graph import Rule
 
@@ -44,46 +45,19 @@ def matmul_rule(a: Tensor, b: Tensor) -> Rule:
     return rule
 
 
-def _dilated(grad: Tensor, stride: Sequence[int]) -> Tensor:
-    """``grad`` (N, C, OH, OW) with ``stride - 1`` zeros after each row and column."""
-    sh, sw = stride
-    if sh == 1 and sw == 1:
-        return grad
-    n, c, oh, ow = grad.shape
-    spread = bt.pad(grad.reshape((n, c, oh, 1, ow, 1)), (0, sw - 1, 0, 0, 0, sh - 1), 0.0)
-    return spread.reshape((n, c, oh * sh, ow * sw))
-
-
-def transposed_conv(inner: Backend, grad: Tensor, weight: Tensor, stride: Sequence[int],
+def transposed_conv(grad: Tensor, weight: Tensor, stride: Sequence[int],
                     padding: Sequence[int], dilation: Sequence[int], groups: int,
                     size: Sequence[int]) -> Tensor:
-    """The gradient of a convolution's input (N, C, *size) from that of its output."""
-    kh, kw = weight.shape[2:]
-    out_ch, in_per_group = weight.shape[:2]
-    swapped = weight.reshape((groups, out_ch // groups, in_per_group, kh, kw)).permute(
-        0, 2, 1, 3, 4).reshape((groups * in_per_group, out_ch // groups, kh, kw))
-    flipped = swapped.flip((2, 3)).contiguous()
-    spread = _dilated(grad, stride)
-    pads = []
-    for axis, (k, p, d) in enumerate(zip((kh, kw), padding, dilation)):
-        top = (k - 1) * d - p
-        if top < 0:  # more padding than the kernel reaches: those rows never got a gradient
-            skip = min(-top, spread.shape[2 + axis])
-            spread = spread.narrow(2 + axis, skip, spread.shape[2 + axis] - skip)
-            top = 0
-        pads.append(top)
-    n = grad.shape[0]
-    if spread.numel() == 0:
-        return bt.zeros((n, weight.shape[1] * groups, *size), dtype=grad.dtype, backend=inner)
-    return Tensor(inner.conv2d(spread.contiguous().prim, flipped.prim, None, (1, 1), tuple(pads),
-                               tuple(dilation), groups, tuple(size)), inner)
+    """The gradient of a convolution's input (N, C, *size) from that of its output: the
+    transposed convolution with the same weight."""
+    return transposed_convolution(grad, weight, None, stride, padding, dilation, groups, size)
 
 
 def conv2d_rule(inner: Backend, x: Tensor, weight: Tensor, stride: Sequence[int],
                 padding: Sequence[int], dilation: Sequence[int], groups: int) -> Rule:
     """The rule of ``conv2d(x, weight, bias)`` (inputs ``x``, weight, bias)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, Any, Any]:
-        gx = transposed_conv(inner, grad, weight, stride, padding, dilation, groups,
+        gx = transposed_conv(grad, weight, stride, padding, dilation, groups,
                              x.shape[2:]) if needs[0] else None
         gw = _weight_grad(inner, grad, x, weight.shape, stride, padding, dilation, groups) \
             if needs[1] else None
@@ -147,7 +121,7 @@ def pool2d_rule(inner: Backend, op: str, x: Tensor, out: Tensor, kernel: Sequenc
             c = x.shape[1]
             weight = bt.full((c, 1, *kernel), 1.0 / (kernel[0] * kernel[1]), dtype=grad.dtype,
                              backend=inner)
-            return (transposed_conv(inner, grad, weight, stride, padding, dilation, c,
+            return (transposed_conv(grad, weight, stride, padding, dilation, c,
                                     x.shape[2:]),)
         return (_max_pool_grad(grad, x, out, kernel, stride, padding, dilation),)
 
@@ -162,7 +136,7 @@ def _max_pool_grad(grad: Tensor, x: Tensor, out: Tensor, kernel: Sequence[int],
     oh, ow = out.shape[2:]
     padded = bt.pad(x, (pw, pw, ph, ph), -float("inf"))
     view = padded.prim
-    spread = _dilated(grad, stride)
+    spread = spread_by_stride(grad, stride)
     total = bt.zeros(padded.shape, dtype=grad.dtype, backend=grad.backend)
     taken = None
     for a in range(kernel[0]):
@@ -175,7 +149,7 @@ def _max_pool_grad(grad: Tensor, x: Tensor, out: Tensor, kernel: Sequence[int],
                 padded.backend)
             first = tap == out if taken is None else (tap == out) & ~taken
             taken = first if taken is None else taken | first
-            share = _dilated(bt.where(first, grad, 0.0), stride)
+            share = spread_by_stride(bt.where(first, grad, 0.0), stride)
             rows = min(spread.shape[2], padded.shape[2] - a * dh)
             cols = min(spread.shape[3], padded.shape[3] - b * dw)
             placed = bt.pad(share.narrow(2, 0, rows).narrow(3, 0, cols),

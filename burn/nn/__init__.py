@@ -13,7 +13,7 @@ Example:
 from . import init
 from .activation import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .container import Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .embedding import Embedding
 from .linear import Linear
 from .loss import binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss
@@ -21,7 +21,8 @@ from .module import Module
 from .norm import LayerNorm, RMSNorm
 from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 
-__all__ = ["GELU", "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "Dropout", "Embedding",
-           "Flatten", "LayerNorm", "Linear", "MaxPool2d", "Module", "RMSNorm", "ReLU",
-           "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "binary_cross_entropy_with_logits",
-           "cross_entropy", "init", "l1_loss", "mse_loss", "nll_loss"]
+__all__ = ["GELU", "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose1d",
+           "ConvTranspose2d", "Dropout", "Embedding", "Flatten", "LayerNorm", "Linear",
+           "MaxPool2d", "Module", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
+           "Tanh", "binary_cross_entropy_with_logits", "cross_entropy", "init", "l1_loss",
+           "mse_loss", "nll_loss"]

@@ -1,9 +1,14 @@
-"""``Conv1d`` and ``Conv2d``: cross-correlation layers, torch's layout and initialization.
+"""``Conv1d``, ``Conv2d`` and their transposes ``ConvTranspose1d``, ``ConvTranspose2d``:
+torch's layouts and initialization.
 
 Example:
-    >>> conv = burn.nn.Conv2d(3, 8, 3, padding=1)
-    >>> conv(burn.ones((2, 3, 16, 16))).shape
-    (2, 8, 16, 16)
+    >>> conv = burn.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+    >>> y = conv(burn.ones((2, 3, 16, 16)))
+    >>> y.shape
+    (2, 8, 8, 8)
+    >>> up = burn.nn.ConvTranspose2d(8, 3, 3, stride=2, padding=1, output_padding=1)
+    >>> up(y).shape
+    (2, 3, 16, 16)
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import math
 from typing import Any
 
 from ..backend.base import Backend, BurnError
-from ..tensor import linalg
+from ..tensor import conv_transpose, linalg
 from ..tensor.tensor import Tensor
 from .init import fan_in_uniform
 from .module import Module
@@ -22,6 +27,21 @@ def _pair(value: Any, spatial: int) -> tuple[int, ...]:
     return tuple(value) if isinstance(value, (tuple, list)) else (int(value),) * spatial
 
 
+def _parameters(layer: Module, in_channels: int, out_channels: int, groups: int,
+                shape: tuple[int, ...], bias: bool, dtype: Any, backend: Backend | str | None,
+                generator: Any) -> tuple[Tensor, Tensor | None]:
+    """A convolution layer's weight of ``shape`` and bias, torch's initialization: uniform in
+    +-1/sqrt(fan-in), the fan-in taken (as torch does) from the weight's second axis and the
+    kernel, which for a transposed convolution is its output channels per group."""
+    if in_channels % groups or out_channels % groups:
+        raise BurnError(f"{type(layer).__name__}: {in_channels} input and {out_channels} "
+                        f"output channels must both divide into {groups} groups")
+    fan_in = math.prod(shape[1:])
+    weight = fan_in_uniform(shape, fan_in, dtype, backend, generator)
+    return weight, (fan_in_uniform((out_channels,), fan_in, dtype, backend, generator)
+                    if bias else None)
+
+
 class _Conv(Module):
     spatial = 2
 
@@ -29,15 +49,10 @@ class _Conv(Module):
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
                  dtype: Any = None, backend: Backend | str | None = None,
                  generator: Any = None):
-        if in_channels % groups or out_channels % groups:
-            raise BurnError(f"{type(self).__name__}: {in_channels} input and {out_channels} "
-                            f"output channels must both divide into {groups} groups")
         kernel = _pair(kernel_size, self.spatial)
-        fan_in = in_channels // groups * math.prod(kernel)
-        self.weight = fan_in_uniform((out_channels, in_channels // groups, *kernel), fan_in,
-                                     dtype, backend, generator)
-        self.bias = fan_in_uniform((out_channels,), fan_in, dtype, backend,
-                                   generator) if bias else None
+        self.weight, self.bias = _parameters(
+            self, in_channels, out_channels, groups, (out_channels, in_channels // groups,
+                                                      *kernel), bias, dtype, backend, generator)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
 
 
@@ -57,3 +72,39 @@ class Conv2d(_Conv):
     def forward(self, x: Tensor) -> Tensor:
         return linalg.conv2d(x, self.weight, self.bias, self.stride, self.padding,
                              self.dilation, self.groups)
+
+
+class _ConvTranspose(Module):
+    spatial = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, dtype: Any = None, backend: Backend | str | None = None,
+                 generator: Any = None):
+        kernel = _pair(kernel_size, self.spatial)
+        self.weight, self.bias = _parameters(
+            self, in_channels, out_channels, groups, (in_channels, out_channels // groups,
+                                                      *kernel), bias, dtype, backend, generator)
+        self.stride, self.padding, self.output_padding = stride, padding, output_padding
+        self.groups, self.dilation = groups, dilation
+
+
+class ConvTranspose1d(_ConvTranspose):
+    """1-D transposed convolution of (N, C, L) inputs (``burn.conv_transpose1d``)."""
+
+    spatial = 1
+
+    def forward(self, x: Tensor) -> Tensor:
+        return conv_transpose.conv_transpose1d(x, self.weight, self.bias, self.stride,
+                                               self.padding, self.output_padding, self.groups,
+                                               self.dilation)
+
+
+class ConvTranspose2d(_ConvTranspose):
+    """2-D transposed convolution of (N, C, H, W) inputs (``burn.conv_transpose2d``): the
+    upsampling layer of decoders and U-Nets."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return conv_transpose.conv_transpose2d(x, self.weight, self.bias, self.stride,
+                                               self.padding, self.output_padding, self.groups,
+                                               self.dilation)

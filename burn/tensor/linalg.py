@@ -13,6 +13,7 @@
   ``padding``, ``dilation`` as ints or tuples; ``padding="same"`` (stride 1, pads
   asymmetrically like torch) or ``"valid"``. Floating dtypes only. Average pooling counts the
   padding (torch's ``count_include_pad=True``); max pooling pads with -inf.
+- ``conv_transpose1d``/``conv_transpose2d`` are in ``conv_transpose``.
 
 Example:
     >>> a = burn.ones((2, 3)); b = burn.ones((3, 4))

@@ -103,29 +103,12 @@ class Learner:
             raise BurnError(f"Learner.fit: epochs must be >= 0, got {epochs}")
         if resume:
             self._resume()
-        for epoch in range(self.epochs_done, epochs):
-            started = time.perf_counter()
-            self.dashboard.start_epoch(epoch, epochs, _length(train))
-            trained = self._train_epoch(train, epoch)
-            record: dict[str, Any] = {"epoch": epoch, "step": self.step,
-                                      "lr": self.schedule(max(self.step - 1, 0)),
-                                      "train": trained}
-            if valid is not None:
-                record["valid"] = self.evaluate(valid, epoch=epoch)
-            record["seconds"] = time.perf_counter() - started
-            if not math.isfinite(trained["loss"]):
-                raise BurnError(
-                    f"Learner.fit: the training loss of epoch {epoch + 1} is {trained['loss']} "
-                    f"(the model diverged): lower the learning rate, or pass "
-                    f"clip_grad_norm=1.0 to the Learner"
-                    f"{'' if self.checkpoints is None else '; the last checkpoint is kept'}")
-            self.history.append(record)
-            self.epochs_done = epoch + 1
-            self.dashboard.end_epoch(self._formatted(record), record["seconds"],
-                                     f"lr {record['lr']:.3g}")
-            if self.checkpoints is not None:
-                self.checkpoints.save(epoch, self.model, self.optimizer,
-                                      {"step": self.step, "history": self.history})
+        try:
+            for epoch in range(self.epochs_done, epochs):
+                self._fit_epoch(train, valid, epoch, epochs)
+        except KeyboardInterrupt:
+            self.dashboard.message(self._interrupted())
+            raise
         return self.model
 
     def evaluate(self, batches: Iterable[Sequence[Any]], epoch: int | None = None
@@ -143,6 +126,31 @@ class Learner:
             for metric in metrics:
                 metric.update(output, target, loss)
         return {m.name: m.value() for m in metrics}
+
+    def _fit_epoch(self, train: Iterable[Sequence[Any]], valid: Iterable[Sequence[Any]] | None,
+                   epoch: int, epochs: int) -> None:
+        started = time.perf_counter()
+        self.dashboard.start_epoch(epoch, epochs, _length(train))
+        trained = self._train_epoch(train, epoch)
+        record: dict[str, Any] = {"epoch": epoch, "step": self.step,
+                                  "lr": self.schedule(max(self.step - 1, 0)),
+                                  "train": trained}
+        if valid is not None:
+            record["valid"] = self.evaluate(valid, epoch=epoch)
+        record["seconds"] = time.perf_counter() - started
+        if not math.isfinite(trained["loss"]):
+            raise BurnError(
+                f"Learner.fit: the training loss of epoch {epoch + 1} is {trained['loss']} "
+                f"(the model diverged): lower the learning rate, or pass "
+                f"clip_grad_norm=1.0 to the Learner"
+                f"{'' if self.checkpoints is None else '; the last checkpoint is kept'}")
+        self.history.append(record)
+        self.epochs_done = epoch + 1
+        self.dashboard.end_epoch(self._formatted(record), record["seconds"],
+                                 f"lr {record['lr']:.3g}")
+        if self.checkpoints is not None:
+            self.checkpoints.save(epoch, self.model, self.optimizer,
+                                  {"step": self.step, "history": self.history})
 
     def _train_epoch(self, batches: Iterable[Sequence[Any]], epoch: int) -> dict[str, float]:
         metrics = self._fresh_metrics()
@@ -210,6 +218,15 @@ class Learner:
         self.epochs_done = state["epoch"] + 1
         self.dashboard.message(f"resumed from {self.checkpoints.path(state['epoch'])} "
                                f"(epoch {self.epochs_done}, step {self.step})")
+
+    def _interrupted(self) -> str:
+        where = f"interrupted in epoch {self.epochs_done + 1} at step {self.step}"
+        saved = self.checkpoints.epochs() if self.checkpoints is not None else []
+        if not saved:
+            return (f"{where}; no checkpoint was written (Learner(..., checkpoints='runs/name') "
+                    f"saves one after each epoch, to resume from)")
+        return (f"{where}; fit(..., resume=True) goes on from the newest checkpoint, "
+                f"{self.checkpoints.path(saved[-1])}")
 
     def _formatted(self, record: dict[str, Any]) -> dict[str, dict[str, str]]:
         formats = {m.name: m.format for m in self.metrics}

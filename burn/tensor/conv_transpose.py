@@ -1,0 +1,162 @@
+"""Transposed convolutions: ``conv_transpose1d`` and ``conv_transpose2d``, as torch's.
+
+They are the convolutions' adjoints, with weights (C, O / groups, k...): the input spread out
+by the stride (``stride - 1`` zeros after each element), then one ordinary convolution with
+each kernel flipped and the weight's channel axes swapped per group. So they run on the
+backend's own convolution kernel on every backend, and under ``Autodiff`` their gradients come
+from the rules of the ops they are made of. The spread input makes the convolution do
+``stride ** 2`` times the useful multiplications (zeros); a kernel of its own would not.
+
+Example:
+    >>> burn.conv_transpose2d(burn.ones((1, 2, 3, 3)), burn.ones((2, 5, 3, 3)), stride=2).shape
+    (1, 5, 7, 7)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..backend.base import BurnError
+from .creation import zeros
+from .index import pad
+from .linalg import _as_2d, _as_dtype, _batched, _floating, _from_2d, _tuple
+from .tensor import Tensor, same_backend
+from .views import flip, narrow, permute, reshape
+
+__all__ = ["conv_transpose1d", "conv_transpose2d"]
+
+
+def spread_by_stride(x: Tensor, stride: Sequence[int]) -> Tensor:
+    """``x`` (N, C, H, W) with ``stride - 1`` zeros after each row and column."""
+    sh, sw = stride
+    if sh == 1 and sw == 1:
+        return x
+    n, c, h, w = x.shape
+    spread = pad(reshape(x, n, c, h, 1, w, 1), (0, sw - 1, 0, 0, 0, sh - 1), 0)
+    return reshape(spread, n, c, h * sh, w * sw)
+
+
+def transposed_convolution(x: Tensor, weight: Tensor, bias: Tensor | None,
+                           stride: Sequence[int], padding: Sequence[int],
+                           dilation: Sequence[int], groups: int, sizes: Sequence[int]) -> Tensor:
+    """The adjoint of ``conv2d`` for 4-D ``x`` (N, C, H, W) and ``weight`` (C, O / groups,
+    KH, KW), into (N, O, *sizes): checked arguments, one dtype. Also the input gradient of a
+    convolution (``burn.autodiff``)."""
+    c_in, per_group, kh, kw = weight.shape
+    # the convolution that does it: weight (O, C / groups) per group, each kernel flipped
+    grouped = reshape(weight, groups, c_in // groups, per_group, kh, kw)
+    swapped = reshape(permute(grouped, 0, 2, 1, 3, 4), groups * per_group, c_in // groups,
+                      kh, kw)
+    flipped = flip(swapped, (2, 3))
+    spread = spread_by_stride(x, stride)
+    before = []
+    for axis, (k, p, d) in enumerate(zip((kh, kw), padding, dilation)):
+        reach = (k - 1) * d - p
+        if reach < 0:  # more padding than the kernel reaches: those input rows fall outside
+            skip = min(-reach, spread.shape[2 + axis])
+            spread = narrow(spread, 2 + axis, skip, spread.shape[2 + axis] - skip)
+            reach = 0
+        before.append(reach)
+    if spread.numel() == 0:  # an empty batch, or every input row cropped away
+        out = zeros((x.shape[0], groups * per_group, *sizes), dtype=x.dtype, backend=x.backend)
+        return out if bias is None else out + reshape(bias, 1, -1, 1, 1)
+    backend = x.backend
+    return Tensor(backend.conv2d(spread.prim, flipped.prim, None if bias is None else bias.prim,
+                                 (1, 1), tuple(before), tuple(dilation), groups, tuple(sizes)),
+                  backend)
+
+
+def _check_transposed_operands(op: str, x: Tensor, weight: Tensor, bias: Tensor | None,
+                               groups: int, spatial: int) -> None:
+    if not isinstance(weight, Tensor) or weight.ndim != spatial + 2:
+        raise BurnError(f"{op}: weight must be a {spatial + 2}-D tensor (in, out / groups, "
+                        f"kernel...), got {getattr(weight, 'shape', weight)!r}")
+    if not isinstance(groups, int) or groups < 1:
+        raise BurnError(f"{op}: groups must be a positive int, got {groups!r}")
+    if x.shape[1] != weight.shape[0] or weight.shape[0] % groups:
+        raise BurnError(f"{op}: input of shape {x.shape} and weight of shape {weight.shape} do "
+                        f"not fit with groups={groups}: need input channels = weight.shape[0], "
+                        f"divisible by groups (a transposed convolution's weight is (in, "
+                        f"out / groups, kernel...), conv's transposed)")
+    out_channels = weight.shape[1] * groups
+    if bias is not None and (not isinstance(bias, Tensor) or bias.shape != (out_channels,)):
+        raise BurnError(f"{op}: bias must be a tensor of shape ({out_channels},), got "
+                        f"{getattr(bias, 'shape', bias)!r}")
+
+
+def _transposed_sizes(op: str, x: Tensor, kernel: Sequence[int], stride: Sequence[int],
+                      padding: Sequence[int], extra: Sequence[int], dilation: Sequence[int]
+                      ) -> tuple[int, ...]:
+    for e, s, d in zip(extra, stride, dilation):
+        if e >= max(s, d):
+            raise BurnError(f"{op}: output_padding {tuple(extra)} must be smaller than the stride "
+                            f"{tuple(stride)} or the dilation {tuple(dilation)} on each axis")
+    sizes = tuple((n - 1) * s - 2 * p + d * (k - 1) + e + 1 for n, k, s, p, e, d in
+                  zip(x.shape[2:], kernel, stride, padding, extra, dilation))
+    if any(size < 1 for size in sizes):
+        raise BurnError(f"{op}: padding {tuple(padding)} crops the whole output of an input of "
+                        f"shape {x.shape} (it would have size {sizes}); use less padding")
+    return sizes
+
+
+def _conv_transpose(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+                    padding: Any, output_padding: Any, dilation: Any, groups: int,
+                    spatial: int) -> Tensor:
+    x, unbatched = _batched(x, spatial, op)
+    _check_transposed_operands(op, x, weight, bias, groups, spatial)
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    same_backend(op, *operands)
+    dtype = _floating(op, operands)
+    if isinstance(padding, str):
+        raise BurnError(f"{op}: padding must be an int or ints (how much each side of the "
+                        f"output is cropped), got {padding!r}; 'same' and 'valid' are conv's")
+    stride_t = _tuple(stride, spatial, "stride", op, 1)
+    dilation_t = _tuple(dilation, spatial, "dilation", op, 1)
+    pad_t = _tuple(padding, spatial, "padding", op, 0)
+    extra = _tuple(output_padding, spatial, "output_padding", op, 0)
+    sizes = _transposed_sizes(op, x, weight.shape[2:], stride_t, pad_t, extra, dilation_t)
+    x, weight = _as_dtype(x, dtype), _as_dtype(weight, dtype)
+    bias = None if bias is None else _as_dtype(bias, dtype)
+    if spatial == 1:
+        x, weight = _as_2d(x), _as_2d(weight)
+        stride_t, pad_t, dilation_t, sizes = ((1, *stride_t), (0, *pad_t), (1, *dilation_t),
+                                              (1, *sizes))
+    y = transposed_convolution(x, weight, bias, stride_t, pad_t, dilation_t, groups, sizes)
+    if spatial == 1:
+        return _from_2d(y, unbatched)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """1-D transposed convolution of ``x`` (N, C, L) with ``weight`` (C, O / groups, K), as
+    torch's: length ``(L - 1) * stride - 2 * padding + dilation * (K - 1) + output_padding +
+    1``.
+
+    Example:
+        >>> burn.conv_transpose1d(burn.ones((2, 4, 5)), burn.ones((4, 3, 3)), stride=2).shape
+        (2, 3, 11)
+    """
+    return _conv_transpose("conv_transpose1d", x, weight, bias, stride, padding,
+                           output_padding, dilation, groups, 1)
+
+
+def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """2-D transposed convolution of ``x`` (N, C, H, W) with ``weight`` (C, O / groups, KH,
+    KW), as torch's (the adjoint of ``conv2d`` with the same arguments); ``output_padding``
+    (smaller than the stride or the dilation) adds rows and columns at the bottom and right,
+    to undo a strided convolution's rounding.
+
+    Example:
+        >>> x = burn.ones((1, 8, 16, 16))
+        >>> down = burn.conv2d(x, burn.ones((4, 8, 3, 3)), stride=2, padding=1)
+        >>> burn.conv_transpose2d(down, burn.ones((4, 8, 3, 3)), stride=2, padding=1,
+        ...                       output_padding=1).shape
+        (1, 8, 16, 16)
+    """
+    return _conv_transpose("conv_transpose2d", x, weight, bias, stride, padding,
+                           output_padding, dilation, groups, 2)
