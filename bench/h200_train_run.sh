@@ -3,7 +3,8 @@
 # "H200: burn.train and burn.data"). PART=tests: their tests on every backend (cuda on the GPU,
 # wgpu on NVIDIA's Vulkan), the wgsl runtime tests and burn's wgpu op suite on NVIDIA, and the
 # classifier example on cuda (plain, fused, killed and resumed) and wgpu. PART=bench:
-# bench/train_gpu_bench.py. From the repo root, with .whl/ and .gl/ carried; logs go to $OUT.
+# bench/train_gpu_bench.py. PART=conv: the transposed convolutions' tests and
+# bench/conv_transpose_gpu_bench.py. From the repo root, with .whl/ and .gl/ carried; logs go to $OUT.
 set -u
 source bench/h200_env.sh
 export CUBEPY_WGPU_ADAPTER=NVIDIA
@@ -43,6 +44,15 @@ if [ "${PART:-tests}" = tests ]; then
     python3 examples/train_classifier.py --backend cuda --epochs 40 --checkpoints /tmp/run \
         --resume 2>&1 | grep -v "^epoch \([0-9]\|[1-3][0-9]\)/" | tee -a $OUT/tests.log
     date -u | tee -a $OUT/tests.log
-else
+elif [ "${PART:-tests}" = bench ]; then
     python3 bench/train_gpu_bench.py 2>&1 | grep -v "^cubepy.autotune" | tee $OUT/train_bench.log
+fi
+if [ "${PART:-tests}" = conv ]; then  # the transposed convolutions (run 128)
+    python3 -m pytest -q -p no:cacheprovider -n 8 -rf tests/burn/test_conv_transpose.py \
+        tests/burn/test_train.py tests/burn/test_docstrings.py 2>&1 | tail -4 \
+        | tee $OUT/conv_tests.log
+    python3 -m pytest -q -p no:cacheprovider -n 8 -rf tests/burn/test_autodiff.py \
+        tests/burn/test_conv.py -k "conv or pool" 2>&1 | tail -3 | tee -a $OUT/conv_tests.log
+    python3 bench/conv_transpose_gpu_bench.py 2>&1 | grep -v "^cubepy.autotune" \
+        | tee $OUT/conv_bench.log
 fi

@@ -73,8 +73,12 @@ class Optimizer:
         (``burn.record.save_file``); the hyperparameters are not in it.
 
         Example:
-            >>> sorted(opt.state_dict())[:2]  # doctest: +SKIP
-            ['0.bias/exp_avg', '0.bias/exp_avg_sq']
+            >>> ad = burn.Autodiff(burn.Cpu())
+            >>> model, opt = burn.nn.Linear(2, 1).to(ad).require_grad(), burn.optim.Adam()
+            >>> loss = model(burn.ones((3, 2), backend=ad)).sum()
+            >>> model = opt.step(model, loss.backward())
+            >>> sorted(opt.state_dict())[:3]
+            ['bias/exp_avg', 'bias/exp_avg_sq', 'bias/step']
         """
         arrays = {}
         for name, entries in self.state.items():

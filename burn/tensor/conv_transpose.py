@@ -1,11 +1,13 @@
 """Transposed convolutions: ``conv_transpose1d`` and ``conv_transpose2d``, as torch's.
 
-They are the convolutions' adjoints, with weights (C, O / groups, k...): the input spread out
-by the stride (``stride - 1`` zeros after each element), then one ordinary convolution with
-each kernel flipped and the weight's channel axes swapped per group. So they run on the
-backend's own convolution kernel on every backend, and under ``Autodiff`` their gradients come
-from the rules of the ops they are made of. The spread input makes the convolution do
-``stride ** 2`` times the useful multiplications (zeros); a kernel of its own would not.
+They are the convolutions' adjoints, with weights (C, O / groups, k...), built from ordinary
+convolutions with each kernel flipped and the weight's channel axes swapped per group: with a
+stride (and no dilation), one stride-1 convolution per output phase (the output rows
+``q * stride + r`` take only the kernel rows ``r, r + stride, ...``), interleaved; with a
+dilation too, one convolution of the input spread out by the stride (``stride - 1`` zeros after
+each element), which does ``stride ** 2`` times the useful work. So they run on the backend's
+own convolution kernel on every backend, and under ``Autodiff`` their gradients come from the
+rules of the ops they are made of.
 
 Example:
     >>> burn.conv_transpose2d(burn.ones((1, 2, 3, 3)), burn.ones((2, 5, 3, 3)), stride=2).shape
@@ -19,7 +21,7 @@ from typing import Any
 
 from ..backend.base import BurnError
 from .creation import zeros
-from .index import pad
+from .index import pad, stack
 from .linalg import _as_2d, _as_dtype, _batched, _floating, _from_2d, _tuple
 from .tensor import Tensor, same_backend
 from .views import flip, narrow, permute, reshape
@@ -42,9 +44,22 @@ def transposed_convolution(x: Tensor, weight: Tensor, bias: Tensor | None,
                            dilation: Sequence[int], groups: int, sizes: Sequence[int]) -> Tensor:
     """The adjoint of ``conv2d`` for 4-D ``x`` (N, C, H, W) and ``weight`` (C, O / groups,
     KH, KW), into (N, O, *sizes): checked arguments, one dtype. Also the input gradient of a
-    convolution (``burn.autodiff``)."""
+    convolution (``burn.autodiff``).
+
+    Strided and undilated, it runs as one stride-1 convolution per output phase (``_phases``);
+    otherwise as one convolution of the input spread by the stride."""
+    if tuple(stride) != (1, 1) and tuple(dilation) == (1, 1):
+        out = _phases(x, weight, stride, padding, groups, sizes)
+        return out if bias is None else out + reshape(bias, 1, -1, 1, 1)
+    return _spread_convolution(x, weight, bias, stride, padding, dilation, groups, sizes)
+
+
+def _spread_convolution(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int],
+                        padding: Sequence[int], dilation: Sequence[int], groups: int,
+                        sizes: Sequence[int]) -> Tensor:
+    """The input spread by the stride, then one convolution with each kernel flipped and the
+    weight's channel axes swapped per group: ``stride ** 2`` times the useful work."""
     c_in, per_group, kh, kw = weight.shape
-    # the convolution that does it: weight (O, C / groups) per group, each kernel flipped
     grouped = reshape(weight, groups, c_in // groups, per_group, kh, kw)
     swapped = reshape(permute(grouped, 0, 2, 1, 3, 4), groups * per_group, c_in // groups,
                       kh, kw)
@@ -58,13 +73,39 @@ def transposed_convolution(x: Tensor, weight: Tensor, bias: Tensor | None,
             spread = narrow(spread, 2 + axis, skip, spread.shape[2 + axis] - skip)
             reach = 0
         before.append(reach)
-    if spread.numel() == 0:  # an empty batch, or every input row cropped away
+    if spread.numel() == 0 or flipped.numel() == 0:  # empty batch, rows all cropped, no taps
         out = zeros((x.shape[0], groups * per_group, *sizes), dtype=x.dtype, backend=x.backend)
         return out if bias is None else out + reshape(bias, 1, -1, 1, 1)
     backend = x.backend
     return Tensor(backend.conv2d(spread.prim, flipped.prim, None if bias is None else bias.prim,
                                  (1, 1), tuple(before), tuple(dilation), groups, tuple(sizes)),
                   backend)
+
+
+def _phases(x: Tensor, weight: Tensor, stride: Sequence[int], padding: Sequence[int],
+            groups: int, sizes: Sequence[int]) -> Tensor:
+    """A strided transposed convolution without the spread input's zeros: output row
+    ``q * stride + r`` only takes kernel rows ``r, r + stride, ...``, so each phase ``r`` (per
+    axis) is a stride-1 transposed convolution with that sub-kernel. The phases are
+    interleaved, then cropped by the padding (and extended by output_padding's zeros)."""
+    n, _, h, w = x.shape
+    (sh, sw), (kh, kw) = stride, weight.shape[2:]
+    # every phase's full output, padded to one length: ceil of the uncropped length / stride
+    rows, cols = -(-((h - 1) * sh + kh) // sh), -(-((w - 1) * sw + kw) // sw)
+    phases = []
+    for rh in range(sh):
+        for rw in range(sw):
+            taps = weight[:, :, rh::sh, rw::sw]
+            th, tw = taps.shape[2:]
+            full = (h + th - 1, w + tw - 1) if th and tw else (0, 0)
+            part = _spread_convolution(x, taps, None, (1, 1), (0, 0), (1, 1), groups, full)
+            phases.append(pad(part, (0, cols - full[1], 0, rows - full[0]), 0))
+    out_channels = phases[0].shape[1]
+    stacked = reshape(stack(phases), sh, sw, n, out_channels, rows, cols)
+    woven = reshape(permute(stacked, 2, 3, 4, 0, 5, 1), n, out_channels, rows * sh, cols * sw)
+    (ph, pw), (oh, ow) = padding, sizes
+    woven = pad(woven, (0, max(0, pw + ow - cols * sw), 0, max(0, ph + oh - rows * sh)), 0)
+    return narrow(narrow(woven, 2, ph, oh), 3, pw, ow)
 
 
 def _check_transposed_operands(op: str, x: Tensor, weight: Tensor, bias: Tensor | None,

@@ -183,7 +183,9 @@ class Learner:
     # ---- pieces ----
 
     def _fresh_metrics(self) -> list[Metric]:
-        metrics = [copy.deepcopy(m) for m in self.metrics]
+        # shallow copies: reset() gives each its own state, and the user's metric objects
+        # (which may hold device tensors from earlier use) are neither changed nor deep-copied
+        metrics = [copy.copy(m) for m in self.metrics]
         for metric in metrics:
             metric.reset()
         return metrics

@@ -25,8 +25,9 @@ from ..tensor.tensor import Tensor
 
 class Metric:
     """Base of the metrics. Subclasses define ``update`` and ``value``; ``reset`` clears
-    what they accumulated (the learner calls it at the start of each epoch and evaluation).
-    ``name`` heads the metric's column; ``format`` writes its value."""
+    what they accumulated by assigning fresh state (the learner measures each epoch and each
+    evaluation with a shallow copy of the metric, reset). ``name`` heads the metric's column;
+    ``format`` writes its value."""
 
     name = "metric"
 

@@ -330,3 +330,28 @@ def test_an_interrupted_run_says_where_to_resume(tmp_path, saved):
                     f"{tmp_path / 'epoch-0000'}" if saved else where + "no checkpoint was "
                     "written (Learner(..., checkpoints='runs/name') saves one after each epoch, "
                     "to resume from)")
+
+
+class BatchCount(burn.train.Metric):
+    """A metric of the user's own: how many batches an epoch (or an evaluation) saw."""
+
+    name = "batches"
+
+    def reset(self):
+        self.seen = []
+
+    def update(self, output, target, loss):
+        self.seen.append(target.shape[0])
+
+    def value(self):
+        return float(len(self.seen))
+
+
+def test_a_metric_of_ones_own_is_reset_per_epoch_and_phase():
+    metric = BatchCount()
+    learner = Learner(small_mlp("cpu"), optim.SGD(lr=0.1), nn.cross_entropy, metrics=[metric],
+                      dashboard=False)
+    learner.fit(loader("cpu"), epochs=2, valid=loader("cpu", batch_size=48, shuffle=False))
+    assert [(r["train"]["batches"], r["valid"]["batches"]) for r in learner.history] == [
+        (4.0, 2.0), (4.0, 2.0)]
+    assert not hasattr(metric, "seen")  # the learner measured with copies
