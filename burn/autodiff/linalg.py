@@ -45,20 +45,12 @@ def matmul_rule(a: Tensor, b: Tensor) -> Rule:
     return rule
 
 
-def transposed_conv(grad: Tensor, weight: Tensor, stride: Sequence[int],
-                    padding: Sequence[int], dilation: Sequence[int], groups: int,
-                    size: Sequence[int]) -> Tensor:
-    """The gradient of a convolution's input (N, C, *size) from that of its output: the
-    transposed convolution with the same weight."""
-    return transposed_convolution(grad, weight, None, stride, padding, dilation, groups, size)
-
-
 def conv2d_rule(inner: Backend, x: Tensor, weight: Tensor, stride: Sequence[int],
                 padding: Sequence[int], dilation: Sequence[int], groups: int) -> Rule:
     """The rule of ``conv2d(x, weight, bias)`` (inputs ``x``, weight, bias)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, Any, Any]:
-        gx = transposed_conv(grad, weight, stride, padding, dilation, groups,
-                             x.shape[2:]) if needs[0] else None
+        gx = transposed_convolution(grad, weight, None, stride, padding, dilation, groups,
+                                    x.shape[2:]) if needs[0] else None
         gw = _weight_grad(inner, grad, x, weight.shape, stride, padding, dilation, groups) \
             if needs[1] else None
         gb = grad.sum(axis=(0, 2, 3)) if needs[2] else None
@@ -121,8 +113,8 @@ def pool2d_rule(inner: Backend, op: str, x: Tensor, out: Tensor, kernel: Sequenc
             c = x.shape[1]
             weight = bt.full((c, 1, *kernel), 1.0 / (kernel[0] * kernel[1]), dtype=grad.dtype,
                              backend=inner)
-            return (transposed_conv(grad, weight, stride, padding, dilation, c,
-                                    x.shape[2:]),)
+            return (transposed_convolution(grad, weight, None, stride, padding, dilation, c,
+                                           x.shape[2:]),)
         return (_max_pool_grad(grad, x, out, kernel, stride, padding, dilation),)
 
     return rule

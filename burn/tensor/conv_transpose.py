@@ -22,7 +22,7 @@ from typing import Any
 from ..backend.base import BurnError
 from .creation import zeros
 from .index import pad, stack
-from .linalg import _as_2d, _as_dtype, _batched, _floating, _from_2d, _tuple
+from .linalg import _as_dtype, _batched, _floating, _lifted, _tuple, _unlifted
 from .tensor import Tensor, same_backend
 from .views import flip, narrow, permute, reshape
 
@@ -159,14 +159,10 @@ def _conv_transpose(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, str
     sizes = _transposed_sizes(op, x, weight.shape[2:], stride_t, pad_t, extra, dilation_t)
     x, weight = _as_dtype(x, dtype), _as_dtype(weight, dtype)
     bias = None if bias is None else _as_dtype(bias, dtype)
-    if spatial == 1:
-        x, weight = _as_2d(x), _as_2d(weight)
-        stride_t, pad_t, dilation_t, sizes = ((1, *stride_t), (0, *pad_t), (1, *dilation_t),
-                                              (1, *sizes))
+    x, weight, stride_t, pad_t, dilation_t, sizes = _lifted(x, weight, spatial, stride_t,
+                                                            pad_t, dilation_t, sizes)
     y = transposed_convolution(x, weight, bias, stride_t, pad_t, dilation_t, groups, sizes)
-    if spatial == 1:
-        return _from_2d(y, unbatched)
-    return reshape(y, *y.shape[1:]) if unbatched else y
+    return _unlifted(y, spatial, unbatched)
 
 
 def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,

@@ -170,6 +170,21 @@ def _from_2d(y: Tensor, unbatched: bool) -> Tensor:
     return reshape(y, *y.shape[1:]) if unbatched else y
 
 
+def _lifted(x: Tensor, weight: Tensor, spatial: int, stride: tuple[int, ...],
+            pad: tuple[int, ...], dilation: tuple[int, ...], sizes: tuple[int, ...]) -> tuple:
+    """A convolution's batched operands and arguments in 2-D: 1-D ones get a height of 1."""
+    if spatial == 2:
+        return x, weight, stride, pad, dilation, sizes
+    return _as_2d(x), _as_2d(weight), (1, *stride), (0, *pad), (1, *dilation), (1, *sizes)
+
+
+def _unlifted(y: Tensor, spatial: int, unbatched: bool) -> Tensor:
+    """The 2-D result of a ``_lifted`` convolution in the input's own rank."""
+    if spatial == 1:
+        return _from_2d(y, unbatched)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
 # ---- convolution ----
 
 def _conv_padding(padding: Any, kernel: tuple[int, ...], stride: tuple[int, ...],
@@ -219,15 +234,11 @@ def _conv(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, 
         for n, k, s, p, d in zip(x.shape[2:], kernel, stride_t, pad, dilation_t))
     x, weight = _as_dtype(x, dtype), _as_dtype(weight, dtype)
     bias = None if bias is None else _as_dtype(bias, dtype)
-    if spatial == 1:
-        x, weight = _as_2d(x), _as_2d(weight)
-        stride_t, pad, dilation_t, sizes = ((1, *stride_t), (0, *pad), (1, *dilation_t),
-                                            (1, *sizes))
+    x, weight, stride_t, pad, dilation_t, sizes = _lifted(x, weight, spatial, stride_t, pad,
+                                                          dilation_t, sizes)
     y = Tensor(backend.conv2d(x.prim, weight.prim, None if bias is None else bias.prim,
                               stride_t, pad, dilation_t, groups, sizes), backend)
-    if spatial == 1:
-        return _from_2d(y, unbatched)
-    return reshape(y, *y.shape[1:]) if unbatched else y
+    return _unlifted(y, spatial, unbatched)
 
 
 def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
