@@ -90,6 +90,9 @@ def _phases(x: Tensor, weight: Tensor, stride: Sequence[int], padding: Sequence[
     interleaved, then cropped by the padding (and extended by output_padding's zeros)."""
     n, _, h, w = x.shape
     (sh, sw), (kh, kw) = stride, weight.shape[2:]
+    # the phases read one input: laid out channels-last once, as backends' convolution
+    # kernels read it (the cube backends copy an NCHW input for each convolution otherwise)
+    x = permute(permute(x, 0, 2, 3, 1).contiguous(), 0, 3, 1, 2)
     # every phase's full output, padded to one length: ceil of the uncropped length / stride
     rows, cols = -(-((h - 1) * sh + kh) // sh), -(-((w - 1) * sw + kw) // sw)
     phases = []

@@ -31,6 +31,8 @@ CONV2D_CASES = [
     ((1, 3, 8, 7), (2, 3, 4, 2), {"padding": "same", "dilation": 2}),  # asymmetric 'same'
     ((2, 3, 6, 6), (4, 3, 1, 1), {"padding": "valid"}),               # pointwise
     ((1, 40, 6, 6), (70, 40, 3, 3), {"padding": 1}),  # several channel slices and tiles
+    ((2, 32, 6, 5), (32, 32, 3, 3), {"padding": 1}),   # whole channel and output tiles
+    ((1, 16, 5, 5), (24, 16, 3, 3), {"stride": 2}),    # whole channel tiles, ragged outputs
 ]
 
 
@@ -48,16 +50,36 @@ def test_conv2d_without_bias_unbatched(backend, ref, rng):
 
 
 def test_conv2d_strided_views(backend, ref, rng):
-    """A channels-last input seen as NCHW, a transposed input and a permuted weight."""
+    """A channels-last input seen as NCHW, a transposed input, a column-strided input, and
+    weights permuted: one in no layout the kernel reads, one in the layout it reads in place."""
     x = _data(rng, (2, 9, 8, 3))  # NHWC storage
     w = _data(rng, (3, 3, 3, 4))  # (KH, KW, C, O) storage
     bias = _data(rng, 8)
+    spaced = _data(rng, (2, 3, 9, 16))  # every other column: pixels one axis, stride 2
+    rows = _data(rng, (3, 3, 3, 4))     # (C, KH, KW, O) storage: the kernel's weight layout
 
     def op(b):
         xt = on(b, x).permute(0, 3, 1, 2)
         wt = on(b, w).permute(3, 2, 0, 1)
         return (burn.conv2d(xt, wt, on(b, bias)[::2], padding=1),
-                burn.conv2d(xt.transpose(2, 3), wt.flip(3), stride=2))
+                burn.conv2d(xt.transpose(2, 3), wt.flip(3), stride=2),
+                burn.conv2d(on(b, spaced)[..., ::2], wt, padding=1),
+                burn.conv2d(xt, on(b, rows).permute(3, 0, 1, 2), stride=(1, 2)))
+    check(op, backend, ref)
+
+
+def test_conv2d_pointwise(backend, ref, rng):
+    """1x1 convolutions, which run as one batched product where the input's pixels form one
+    axis: NCHW, channels-last, with and without bias; a transposed input (the kernel's path)."""
+    x = _data(rng, (2, 9, 7, 24))  # NHWC storage
+    w, bias = _data(rng, (16, 24, 1, 1)), _data(rng, 16)
+
+    def op(b):
+        nhwc = on(b, x).permute(0, 3, 1, 2)
+        nchw = nhwc.contiguous()
+        return (burn.conv2d(nchw, on(b, w)), burn.conv2d(nchw, on(b, w), on(b, bias)),
+                burn.conv2d(nhwc, on(b, w), on(b, bias)),
+                burn.conv2d(nchw.transpose(2, 3), on(b, w)))
     check(op, backend, ref)
 
 
