@@ -185,6 +185,28 @@ class Gradients:
         """Every leaf's gradient by its node (a copy: ``Gradients`` is never mutated)."""
         return dict(self._leaves)
 
+    def __add__(self, other: Gradients) -> Gradients:
+        """Leafwise sums (a leaf in one only keeps its gradient): the gradients of the sum of
+        two losses over the same leaves, as accumulating batches needs.
+
+        Example:
+            >>> total = first.backward() + second.backward()  # doctest: +SKIP
+        """
+        if not isinstance(other, Gradients):
+            return NotImplemented
+        summed = dict(self._leaves)
+        for node, grad in other._leaves.items():
+            summed[node] = grad if node not in summed else summed[node] + grad
+        return Gradients(summed)
+
+    def scaled(self, factor: float) -> Gradients:
+        """Every gradient times ``factor`` (in its own dtype).
+
+        Example:
+            >>> mean = (first.backward() + second.backward()).scaled(0.5)  # doctest: +SKIP
+        """
+        return Gradients({node: grad * factor for node, grad in self._leaves.items()})
+
     def __len__(self) -> int:
         return len(self._leaves)
 

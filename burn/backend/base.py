@@ -24,6 +24,8 @@ from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 from kernels.layout import View, check_int32, contiguous_strides, new_view
 
+from . import bounds
+
 #: distinct constants a backend keeps on its device before it starts over
 CONSTANT_CACHE_SIZE = 4096
 
@@ -74,8 +76,10 @@ class Backend(ABC):
         check_int32(flat.size, "a tensor")
         if flat.size == 0:  # storage is never empty: kernels take its address
             flat = np.zeros(1, array.dtype)
-        return View(self.storage_from_numpy(flat), 0, tuple(array.shape),
-                    contiguous_strides(array.shape), dtype)
+        storage = self.storage_from_numpy(flat)
+        if dtype.is_int and array.size:  # index checks then need not read it back
+            bounds.remember(storage, flat)
+        return View(storage, 0, tuple(array.shape), contiguous_strides(array.shape), dtype)
 
     def constant(self, scalar: np.ndarray) -> View:
         """A 0-d view holding the 0-d array ``scalar``, shared by every call with the same

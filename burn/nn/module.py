@@ -69,6 +69,23 @@ class Module:
                     found.extend(item.named_parameters(path + "."))
         return found
 
+    def named_modules(self, prefix: str = "") -> list[tuple[str, Module]]:
+        """This module (path ``""``) and every submodule with its dotted path, in a fixed
+        order.
+
+        Example:
+            >>> [name for name, _ in burn.nn.Sequential(burn.nn.Linear(2, 2)).named_modules()]
+            ['', 'layers.0']
+        """
+        found: list[tuple[str, Module]] = [(prefix.removesuffix("."), self)]
+        for name, value in self._children():
+            items = enumerate(value) if isinstance(value, (list, tuple)) else [(None, value)]
+            for index, item in items:
+                if isinstance(item, Module):
+                    path = prefix + name + ("" if index is None else f".{index}")
+                    found.extend(item.named_modules(path + "."))
+        return found
+
     def parameters(self) -> list[Tensor]:
         """Every parameter, in ``named_parameters``'s order."""
         return [p for _, p in self.named_parameters()]

@@ -36,6 +36,7 @@ import numpy as np
 from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 
+from ..backend import bounds
 from ..backend.base import Backend, BurnError
 from .elementwise import as_tensor_like, check_scalar
 from .tensor import Tensor, normalize_axis, same_backend, tensor_method
@@ -71,6 +72,9 @@ def _check_index_range(op: str, index: Tensor, size: int, axis: int,
                        shape: tuple[int, ...]) -> None:
     """``BurnError`` unless every value of ``index`` is in ``[0, size)``."""
     if index.numel() == 0:
+        return
+    known = bounds.known_bounds(getattr(index.prim, "storage", None))
+    if known is not None and known[0] >= 0 and known[1] < size:  # no device read needed
         return
     lo, hi = index.backend.index_range(index.prim)
     if lo < 0 or hi >= size:

@@ -79,6 +79,31 @@ class Generator:
             self._seed, self._offset = seed, 0
         return self
 
+    def get_state(self) -> tuple[int, int]:
+        """(seed, offset): everything the stream's next draws depend on.
+
+        Example:
+            >>> g = burn.Generator(5); _ = burn.rand(4, generator=g)
+            >>> state = g.get_state(); a = burn.rand(2, generator=g)
+            >>> bool((burn.rand(2, generator=g.set_state(state)) == a).all())
+            True
+        """
+        with self._lock:
+            return self._seed, self._offset
+
+    def set_state(self, state: tuple[int, int]) -> Generator:
+        """Go back (or on) to a ``get_state()``: the same draws follow; returns self."""
+        try:
+            seed, offset = state
+        except (TypeError, ValueError):
+            raise BurnError(f"Generator.set_state: expected (seed, offset) as get_state() "
+                            f"returns, got {state!r}") from None
+        seed = _as_int(seed, "set_state", "seed") & MASK64
+        offset = _as_int(offset, "set_state", "offset") & MASK64
+        with self._lock:
+            self._seed, self._offset = seed, offset
+        return self
+
     def initial_seed(self) -> int:
         """The seed this generator was started from."""
         return self._seed

@@ -1,4 +1,5 @@
-"""Training: ``Learner`` (the loop), metrics, checkpoints and the terminal dashboard.
+"""Training: ``Learner`` (the loop), metrics, checkpoints, early stopping and the terminal
+dashboard.
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -17,6 +18,7 @@ from .checkpoint import Checkpointer
 from .dashboard import Dashboard
 from .learner import Learner
 from .metrics import Accuracy, Loss, MeanAbsoluteError, Metric
+from .stopping import EarlyStopping
 
-__all__ = ["Accuracy", "Checkpointer", "Dashboard", "Learner", "Loss", "MeanAbsoluteError",
-           "Metric"]
+__all__ = ["Accuracy", "Checkpointer", "Dashboard", "EarlyStopping", "Learner", "Loss",
+           "MeanAbsoluteError", "Metric"]

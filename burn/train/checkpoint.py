@@ -2,7 +2,10 @@
 (epoch, step, history), written at the end of each epoch so a stopped run resumes where it was.
 
 Each checkpoint is a folder ``<directory>/epoch-0003/`` holding ``model.safetensors``,
-``optimizer.safetensors`` and ``learner.json``. The folder is written under a temporary name
+``optimizer.safetensors`` and ``learner.json``; the learner also keeps the random generators'
+states there (``generator_states``: the global one and each module's own, such as a
+``Dropout(generator=...)``), so a model that draws random numbers resumes with the draws the
+uninterrupted run would have made. The folder is written under a temporary name
 and renamed into place, so a run killed while saving leaves the previous checkpoints whole and
 no half-written one; only the newest ``keep`` are kept.
 
@@ -32,6 +35,7 @@ from ..backend.base import BurnError
 from ..nn.module import Module
 from ..optim.optimizer import Optimizer
 from ..record import load_file, save_file
+from ..tensor.random import Generator, default_generator
 
 _FOLDER = re.compile(r"epoch-(\d+)")
 FORMAT = 1
@@ -110,3 +114,32 @@ class Checkpointer:
             return
         for epoch in self.epochs()[:-self.keep]:
             shutil.rmtree(self.path(epoch), ignore_errors=True)
+
+
+def generator_states(model: Module) -> dict[str, list[int]]:
+    """The (seed, offset) of the global generator (key ``"default"``) and of each generator a
+    module of ``model`` holds as ``generator`` (key ``"module:<path>"``), as JSON lists.
+
+    Example:
+        >>> states = generator_states(burn.nn.Dropout(0.1, generator=burn.Generator(4)))
+        >>> states["module:"], sorted(states)
+        ([4, 0], ['default', 'module:'])
+    """
+    states = {"default": list(default_generator().get_state())}
+    for path, module in model.named_modules():
+        generator = getattr(module, "generator", None)
+        if isinstance(generator, Generator):
+            states[f"module:{path}"] = list(generator.get_state())
+    return states
+
+
+def restore_generators(model: Module, states: dict[str, list[int]]) -> None:
+    """Put back the ``generator_states`` saved from a model built as ``model`` is; a module
+    path the checkpoint does not name (a model changed since) keeps its generator as is."""
+    if "default" in states:
+        default_generator().set_state(states["default"])
+    for path, module in model.named_modules():
+        generator = getattr(module, "generator", None)
+        saved = states.get(f"module:{path}")
+        if isinstance(generator, Generator) and saved is not None:
+            generator.set_state(saved)

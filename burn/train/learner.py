@@ -29,15 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from ..autodiff import Autodiff
+from ..autodiff import Autodiff, Gradients
 from ..backend.base import Backend, BurnError
 from ..nn.module import Module
 from ..optim.optimizer import Optimizer, clip_grad_norm
 from ..optim.schedule import resolve
 from ..tensor.tensor import Tensor
-from .checkpoint import Checkpointer
+from .checkpoint import Checkpointer, generator_states, restore_generators
 from .dashboard import Dashboard, Silent
 from .metrics import Loss, Metric
+from .stopping import EarlyStopping
 
 
 class Learner:
@@ -48,9 +49,14 @@ class Learner:
     - ``metrics``: what to measure besides the loss (``burn.train.Accuracy()``, ...), on the
       training batches and on the validation set.
     - ``clip_grad_norm``: scale the gradients to this global L2 norm at most.
+    - ``accumulate``: batches per optimizer step; their gradients are averaged (a larger
+      batch in less memory when the loss is a mean). An epoch's last, shorter group steps
+      with the mean of what it has.
     - ``checkpoints``: a folder (or a ``Checkpointer``) to save the run to after each epoch;
       ``fit(..., resume=True)`` continues from its newest checkpoint.
     - ``dashboard``: True (progress on standard error), False (silent) or a ``Dashboard``.
+    - ``early_stopping``: a ``burn.train.EarlyStopping`` ending ``fit`` once its value stops
+      improving (``stopped_early`` then says so).
 
     The model's parameters are trained on an ``Autodiff`` backend: the one they live on, or
     one wrapped around their backend (``Autodiff(Fusion(Cuda()))`` keeps its fusion).
@@ -59,8 +65,10 @@ class Learner:
     def __init__(self, model: Module, optimizer: Optimizer, loss: Callable[[Any, Any], Tensor],
                  *, schedule: Callable[[int], float] | float | None = None,
                  metrics: Sequence[Metric] = (), clip_grad_norm: float | None = None,
+                 accumulate: int = 1,
                  checkpoints: str | Path | Checkpointer | None = None,
-                 dashboard: bool | Dashboard = True):
+                 dashboard: bool | Dashboard = True,
+                 early_stopping: EarlyStopping | None = None):
         if not isinstance(model, Module):
             raise BurnError(f"Learner: expected a burn.nn.Module to train, got "
                             f"{type(model).__name__}")
@@ -74,6 +82,13 @@ class Learner:
             if not isinstance(metric, Metric):
                 raise BurnError(f"Learner: metrics must be burn.train.Metric instances such as "
                                 f"burn.train.Accuracy(), got {type(metric).__name__}")
+        if early_stopping is not None and not isinstance(early_stopping, EarlyStopping):
+            raise BurnError(f"Learner: early_stopping must be a burn.train.EarlyStopping such "
+                            f"as EarlyStopping('valid.loss', patience=3), got "
+                            f"{type(early_stopping).__name__}")
+        if not isinstance(accumulate, int) or accumulate < 1:
+            raise BurnError(f"Learner: accumulate must be an int >= 1 (batches per optimizer "
+                            f"step), got {accumulate!r}")
         if clip_grad_norm is not None and not clip_grad_norm > 0:
             raise BurnError(f"Learner: clip_grad_norm must be > 0, got {clip_grad_norm}")
         self.backend = _autodiff_backend(model)
@@ -81,15 +96,18 @@ class Learner:
         self.optimizer, self.loss = optimizer, loss
         self.schedule = resolve(schedule, optimizer.lr)
         self.metrics = [Loss(), *(m for m in metrics if not isinstance(m, Loss))]
-        self.clip = clip_grad_norm
+        self.clip, self.accumulate = clip_grad_norm, accumulate
         self.checkpoints = (checkpoints if isinstance(checkpoints, Checkpointer) or checkpoints
                             is None else Checkpointer(checkpoints))
         self.dashboard = (dashboard if isinstance(dashboard, Dashboard)
                           else Dashboard() if dashboard else Silent())
+        self.early_stopping = early_stopping
         #: optimizer steps taken, epochs finished, and one record per finished epoch
         self.step = 0
         self.epochs_done = 0
         self.history: list[dict[str, Any]] = []
+        #: whether the last ``fit`` ended because ``early_stopping`` said so
+        self.stopped_early = False
 
     # ---- the loop ----
 
@@ -103,8 +121,11 @@ class Learner:
             raise BurnError(f"Learner.fit: epochs must be >= 0, got {epochs}")
         if resume:
             self._resume()
+        self.stopped_early = False
         try:
             for epoch in range(self.epochs_done, epochs):
+                if self._stops_early():  # before each epoch: a resumed run may have stopped
+                    break
                 self._fit_epoch(train, valid, epoch, epochs)
         except KeyboardInterrupt:
             self.dashboard.message(self._interrupted())
@@ -150,7 +171,8 @@ class Learner:
                                  f"lr {record['lr']:.3g}")
         if self.checkpoints is not None:
             self.checkpoints.save(epoch, self.model, self.optimizer,
-                                  {"step": self.step, "history": self.history})
+                                  {"step": self.step, "history": self.history,
+                                   "generators": generator_states(self.model)})
 
     def _train_epoch(self, batches: Iterable[Sequence[Any]], epoch: int) -> dict[str, float]:
         metrics = self._fresh_metrics()
@@ -158,15 +180,16 @@ class Learner:
             batches.set_epoch(epoch)
         self.model = self.model.train()
         done = items = 0
+        pending, count = None, 0  # gradients summed since the last optimizer step
         for batch in batches:
             inputs, target = self._split(batch, self.backend)
             output = self.model(*inputs)
             loss = self._checked_loss(output, target)
             grads = loss.backward()
-            if self.clip is not None:
-                grads, _ = clip_grad_norm(grads, self.clip)
-            self.model = self.optimizer.step(self.model, grads, lr=self.schedule(self.step))
-            self.step += 1
+            pending, count = (grads if pending is None else pending + grads), count + 1
+            if count == self.accumulate:
+                self._step(pending, count)
+                pending, count = None, 0
             output, target, loss = output.detach(), target.detach(), loss.detach()
             for metric in metrics:
                 metric.update(output, target, loss)
@@ -174,6 +197,8 @@ class Learner:
             items += target.shape[0] if target.ndim else 1
             self.dashboard.batch(done, items, lambda: {
                 m.name: m.format(m.value()) for m in metrics})
+        if pending is not None:  # the epoch's last, shorter group
+            self._step(pending, count)
         if done == 0:
             raise BurnError("Learner.fit: the training data yielded no batch (an empty loader, "
                             "or an iterator used up by an earlier epoch: pass a list or a "
@@ -181,6 +206,15 @@ class Learner:
         return {m.name: m.value() for m in metrics}
 
     # ---- pieces ----
+
+    def _step(self, grads: Gradients, count: int) -> None:
+        """One optimizer step with the mean of ``count`` batches' gradients."""
+        if count > 1:
+            grads = grads.scaled(1.0 / count)
+        if self.clip is not None:
+            grads, _ = clip_grad_norm(grads, self.clip)
+        self.model = self.optimizer.step(self.model, grads, lr=self.schedule(self.step))
+        self.step += 1
 
     def _fresh_metrics(self) -> list[Metric]:
         # shallow copies: reset() gives each its own state, and the user's metric objects
@@ -216,10 +250,19 @@ class Learner:
             return
         model, state = self.checkpoints.load(self.model, self.optimizer)
         self.model = model.require_grad()
+        restore_generators(self.model, state.get("generators", {}))  # none before they were kept
         self.step, self.history = state["step"], state["history"]
         self.epochs_done = state["epoch"] + 1
         self.dashboard.message(f"resumed from {self.checkpoints.path(state['epoch'])} "
                                f"(epoch {self.epochs_done}, step {self.step})")
+
+    def _stops_early(self) -> bool:
+        if self.early_stopping is None or not self.early_stopping.should_stop(self.history):
+            return False
+        if not self.stopped_early:
+            self.dashboard.message(self.early_stopping.message(self.history))
+        self.stopped_early = True
+        return True
 
     def _interrupted(self) -> str:
         where = f"interrupted in epoch {self.epochs_done + 1} at step {self.step}"

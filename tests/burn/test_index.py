@@ -235,6 +235,30 @@ def test_out_of_range_index(backend):
         burn.one_hot(big, 2999)
 
 
+def test_uploaded_indices_are_checked_without_a_device_read(backend, monkeypatch):
+    """Indices uploaded from NumPy carry their bounds: in range, they are not read back (on a
+    GPU that read waits for all the work queued); indices computed on the device, and bounds
+    that do not fit, are read and checked as before."""
+    x = on(backend, np.arange(12, dtype="float32").reshape(3, 4))
+    labels = burn.tensor(np.array([[3, 0], [1, 2], [0, 0]]), backend=backend)
+    reads = []
+    original = type(backend).index_range
+
+    def counted(self, view):
+        reads.append(view.shape)
+        return original(self, view)
+    monkeypatch.setattr(type(backend), "index_range", counted)
+    assert burn.gather(x, 1, labels).tolist() == [[3, 0], [5, 6], [8, 8]]
+    assert burn.gather(x, 1, labels[1:]).tolist() == [[1, 2], [4, 4]]  # a view: same storage
+    assert reads == []
+    assert burn.gather(x, 1, labels * 1).tolist() == [[3, 0], [5, 6], [8, 8]]  # computed
+    assert reads == [(3, 2)]
+    with pytest.raises(burn.BurnError, match=r"gather: index values span \[0, 3\] but axis 1 "
+                                             r"of shape \(3, 2\) has size 2"):
+        burn.gather(x[:, :2], 1, labels)  # the bounds do not fit: read for the exact range
+    assert len(reads) == 2
+
+
 def test_bad_arguments(backend):
     x = on(backend, np.zeros((3, 4), "float32"))
     idx = on(backend, np.zeros((2, 2), "int64"))

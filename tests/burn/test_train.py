@@ -17,6 +17,7 @@ import burn
 from burn import nn, optim
 from burn.data import ArrayDataset, DataLoader
 from burn.train import Accuracy, Checkpointer, Dashboard, Learner, Loss, MeanAbsoluteError
+from burn.train.stopping import EarlyStopping
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import train_classifier  # noqa: E402 - the example is the code under test
@@ -93,6 +94,41 @@ def test_resumed_run_equals_the_uninterrupted_one(backend, tmp_path):
     for name, value in expected.state_dict().items():
         np.testing.assert_array_equal(got.state_dict()[name], value, err_msg=name)
     assert Checkpointer(tmp_path / "resumed").epochs() == [2, 3]  # keep=2
+
+
+def test_resumed_run_with_dropout_draws_as_the_uninterrupted_one(backend, tmp_path):
+    """Dropout from the global generator and from a module's own: a resumed run restores both
+    generators' states, so its masks (and so its parameters) are the uninterrupted run's."""
+    def learner(folder):
+        generator = burn.Generator(3)
+        model = nn.Sequential(nn.Linear(2, 16, generator=generator), nn.Tanh(), nn.Dropout(0.3),
+                              nn.Linear(16, 16, generator=generator), nn.Tanh(),
+                              nn.Dropout(0.2, generator=burn.Generator(9)),
+                              nn.Linear(16, 3, generator=generator)).to(backend)
+        return Learner(model, optim.SGD(lr=0.1), nn.cross_entropy, checkpoints=folder,
+                       dashboard=False)
+
+    burn.manual_seed(11)
+    expected = learner(tmp_path / "straight").fit(loader(backend, batch_size=48), epochs=4)
+    burn.manual_seed(11)
+    learner(tmp_path / "resumed").fit(loader(backend, batch_size=48), epochs=2)  # stopped
+    # the same checkpoints without the generators' states, as an older burn wrote them
+    shutil.copytree(tmp_path / "resumed", tmp_path / "forgetful")
+    document = tmp_path / "forgetful" / "epoch-0001" / "learner.json"
+    state = json.loads(document.read_text())
+    assert sorted(state.pop("generators")) == ["default", "module:layers.5"]
+    document.write_text(json.dumps(state))
+
+    def resume(folder):
+        burn.manual_seed(12345)  # another process would start elsewhere: the checkpoint decides
+        return learner(folder).fit(loader(backend, batch_size=48), epochs=4, resume=True)
+
+    got, forgetful = resume(tmp_path / "resumed"), resume(tmp_path / "forgetful")
+    for name, value in expected.state_dict().items():
+        np.testing.assert_array_equal(got.state_dict()[name], value, err_msg=name)
+    # the masks matter: resumed without the generators' states, the run goes elsewhere
+    assert any(not np.array_equal(forgetful.state_dict()[name], value)
+               for name, value in expected.state_dict().items())
 
 
 def test_schedule_and_clipping_reach_the_optimizer():
@@ -355,3 +391,69 @@ def test_a_metric_of_ones_own_is_reset_per_epoch_and_phase():
     assert [(r["train"]["batches"], r["valid"]["batches"]) for r in learner.history] == [
         (4.0, 2.0), (4.0, 2.0)]
     assert not hasattr(metric, "seen")  # the learner measured with copies
+
+
+def test_early_stopping_ends_the_run_where_the_value_stops_improving(backend, tmp_path):
+    """No learning at all (lr 0): the validation loss never beats epoch 1's, so the run stops
+    after 1 + patience epochs; a resumed run stops at once where the first stopped."""
+    def learner(lr, stop, folder=None):
+        return Learner(small_mlp(backend), optim.SGD(lr=lr), nn.cross_entropy, schedule=lr,
+                       early_stopping=stop, checkpoints=folder, dashboard=False)
+
+    stuck = learner(0.0, EarlyStopping("valid.loss", patience=2), tmp_path / "stuck")
+    valid = loader(backend, seed=1, shuffle=False)  # one order: the same loss to the last bit
+    stuck.fit(loader(backend), epochs=10, valid=valid)
+    assert stuck.stopped_early and stuck.epochs_done == 3
+    again = learner(0.0, EarlyStopping("valid.loss", patience=2), tmp_path / "stuck")
+    again.fit(loader(backend), epochs=10, valid=valid, resume=True)
+    assert again.stopped_early and again.epochs_done == 3 and again.step == stuck.step
+    learning = learner(0.5, EarlyStopping("train.loss", patience=1))  # better every epoch
+    learning.fit(loader(backend), epochs=4)
+    assert not learning.stopped_early and learning.epochs_done == 4
+    losses = [record["train"]["loss"] for record in learning.history]
+    assert losses == sorted(losses, reverse=True)
+
+
+def test_early_stopping_rules_and_errors():
+    stop = EarlyStopping("valid.accuracy", patience=2, min_delta=0.05)
+    assert stop.mode == "max"
+    history = [{"epoch": e, "valid": {"accuracy": v}} for e, v in
+               enumerate([0.5, 0.8, 0.84, 0.83])]  # 0.84 is within min_delta of 0.8
+    assert stop.best_epoch(history) == 1 and stop.should_stop(history)
+    assert not stop.should_stop(history[:3]) and stop.best_epoch([]) is None
+    assert "the best was 0.8 in epoch 2" in stop.message(history)
+    nan_first = [{"epoch": 0, "train": {"loss": float("nan")}}, {"epoch": 1, "train": {"loss": 1}}]
+    assert EarlyStopping("train.loss", patience=1).best_epoch(nan_first) == 1
+    with pytest.raises(burn.BurnError, match=r"measured no 'valid.loss' \(pass valid= to "
+                                             r"Learner.fit\); it has train.loss"):
+        EarlyStopping().value({"epoch": 0, "train": {"loss": 1.0}})
+    for bad, message in [(lambda: EarlyStopping("loss"), "monitor must name a phase"),
+                         (lambda: EarlyStopping(patience=0), "patience must be an int >= 1"),
+                         (lambda: EarlyStopping(mode="up"), "mode must be 'min' or 'max'"),
+                         (lambda: EarlyStopping(min_delta=-1), "min_delta must be >= 0"),
+                         (lambda: Learner(nn.Linear(1, 1), optim.SGD(lr=0.1), nn.mse_loss,
+                                          early_stopping="valid.loss"),
+                          "early_stopping must be a burn.train.EarlyStopping")]:
+        with pytest.raises(burn.BurnError, match=message):
+            bad()
+
+
+def test_accumulated_batches_step_as_one_larger_batch(backend):
+    """Two batches of 12 per step train as batches of 24 do (a mean loss's gradient is the
+    mean of its halves'), up to float32 rounding; a short last group steps on its own mean."""
+    def fit(batch_size, accumulate, n=16):  # 48 items: 2 batches of 24 an epoch
+        learner = Learner(small_mlp(backend), optim.SGD(lr=0.3), nn.cross_entropy,
+                          accumulate=accumulate, dashboard=False)
+        model = learner.fit(loader(backend, n=n, batch_size=batch_size, shuffle=False),
+                            epochs=2)
+        return learner, model.state_dict()
+
+    whole, expected = fit(24, 1)
+    halves, got = fit(12, 2)
+    assert whole.step == halves.step == 4
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+    ragged, _ = fit(12, 3)  # 4 batches an epoch: a group of 3, then one of 1
+    assert ragged.step == 4
+    with pytest.raises(burn.BurnError, match=r"accumulate must be an int >= 1"):
+        Learner(nn.Linear(1, 1), optim.SGD(lr=0.1), nn.mse_loss, accumulate=0)

@@ -1,0 +1,48 @@
+"""Bounds of integer tensors known on the host, so index checks need not read the device.
+
+``gather``, ``index_select``, ``embedding``, ``scatter_add`` and ``one_hot`` check that every
+index is in range, with an exact range in the error. Reading that range back from a GPU waits
+for all the work queued before it: once per training step for ``cross_entropy``'s labels,
+which stops the host from running ahead. Labels usually come from NumPy (a ``DataLoader``,
+``burn.tensor``), whose values the host has in hand at upload: ``Backend.from_numpy`` records
+the (min, max) of each integer upload here, keyed by its storage, and the check passes without
+a read when those bounds fit. Tensors are never mutated, so the bounds hold for the storage's
+life; the entry goes with the storage (a weak reference). Storage that takes no weak reference
+is simply not recorded (the check then reads the device, as before).
+
+Example:
+    >>> import numpy as np
+    >>> storage = np.zeros(3)
+    >>> remember(storage, np.array([4, 0, 9]))
+    >>> known_bounds(storage)
+    (0, 9)
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+# id(storage) -> (a weak reference to it, min, max)
+_BOUNDS: dict[int, tuple[weakref.ref, int, int]] = {}
+
+
+def remember(storage: Any, values: np.ndarray) -> None:
+    """Record the bounds of ``values`` (an integer host array, not empty) as those of
+    ``storage``, which now holds them."""
+    key = id(storage)
+    try:
+        ref = weakref.ref(storage, lambda _, key=key: _BOUNDS.pop(key, None))
+    except TypeError:  # no weak references to this kind of storage: nothing recorded
+        return
+    _BOUNDS[key] = (ref, int(values.min()), int(values.max()))
+
+
+def known_bounds(storage: Any) -> tuple[int, int] | None:
+    """(min, max) of every value ``storage`` holds, if recorded at upload, else None."""
+    entry = _BOUNDS.get(id(storage))
+    if entry is None or entry[0]() is not storage:  # none, or an id reused since
+        return None
+    return entry[1], entry[2]
