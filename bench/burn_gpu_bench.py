@@ -62,6 +62,30 @@ def gpu_seconds(fn: Callable[[], object], min_batch_s: float = 0.02, samples: in
     return statistics.median(times)
 
 
+def gpu_only_seconds(fn: Callable[[], object], calls: int = 20, samples: int = 5) -> float:
+    """Median GPU seconds of one call: ``calls`` calls queued behind a GPU sleep that outlasts
+    the host's queuing, between CUDA events."""
+    fn()
+    torch.cuda.synchronize()
+    host = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = time.perf_counter() - host
+    torch.cuda.synchronize()
+    cycles = int(max(host, 1e-4) * 3 * 2e9)  # ~2 GHz: three times the host's queuing time
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(samples):
+        torch.cuda._sleep(cycles)
+        start.record()
+        for _ in range(calls):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / calls)
+    return statistics.median(times)
+
+
 def host_us(fn: Callable[[], object], calls: int = 300, warmup: int = 1) -> float:
     """Host microseconds per call: launches queued back to back, synchronized once at the end
     (when this exceeds an op's GPU time, the op is bound by its host path)."""

@@ -19,10 +19,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -30,7 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from burn_gpu_bench import from_torch, gpu_seconds, host_us  # noqa: E402
+from burn_gpu_bench import from_torch, gpu_only_seconds, gpu_seconds, host_us  # noqa: E402
 
 import burn  # noqa: E402
 from kernels import conv  # noqa: E402
@@ -47,30 +44,6 @@ CASES = [  # (N, C, H, W, O, kernel, stride, padding)
     (32, 256, 64, 64, 128, 4, 1, 2),    # decoder (run 129's spread problem)
     (16, 64, 128, 128, 64, 3, 1, 1),    # decoder, high resolution
 ]
-
-
-def gpu_only_seconds(fn: Callable[[], object], calls: int = 20, samples: int = 5) -> float:
-    """Median GPU seconds of one call: ``calls`` calls queued behind a GPU sleep that outlasts
-    the host's queuing, between CUDA events."""
-    fn()
-    torch.cuda.synchronize()
-    host = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    host = time.perf_counter() - host
-    torch.cuda.synchronize()
-    cycles = int(max(host, 1e-4) * 3 * 2e9)  # ~2 GHz: three times the host's queuing time
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(samples):
-        torch.cuda._sleep(cycles)
-        start.record()
-        for _ in range(calls):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / calls)
-    return statistics.median(times)
 
 
 def profile(case: tuple[int, ...]) -> None:
