@@ -11,7 +11,7 @@ the slower side. "GPU": the same batch queued behind a GPU sleep long enough for
 queue all of it first, so the events time the GPU work alone. ``--profile`` prints host
 microseconds per call of each layer and a cProfile of ``burn.conv2d``.
 
-    source .whl/gpu-env.sh && python3 bench/conv_gpu_bench.py [--sweep] [--profile]
+    source .whl/gpu-env.sh && python3 bench/conv_gpu_bench.py [--sweep] [--profile] [--cases 6,0]
 """
 
 from __future__ import annotations
@@ -132,14 +132,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="time every config on its own")
     parser.add_argument("--profile", action="store_true", help="host time per layer, then exit")
+    parser.add_argument("--cases", help="indices into CASES, e.g. 6,0 (default: all)")
     args = parser.parse_args()
+    cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
     if args.profile:
         profile(CASES[2])
         return
     torch.backends.cudnn.allow_tf32 = False  # IEEE float32, as burn computes
     torch.backends.cudnn.benchmark = True    # cuDNN's own autotuning, as burn's
     for dtype in (torch.bfloat16, torch.float32):
-        for case in CASES:
+        for case in cases:
             measure(dtype, case, args.sweep)
 
 

@@ -9,8 +9,11 @@ bfloat16 or float32, with an optional causal mask (query i sees keys 0..i). Each
 BLOCK_M queries of one head and walks over the keys in BLOCK_N slices, keeping a running row
 maximum and sum ("online softmax"): the seq x seq score matrix is never written to memory,
 which NumPy's reference does. Scores and sums are float32; the probabilities are rounded to
-V's dtype for the second product, as on tensor cores. ``attention_tuned`` picks the block
-sizes by benchmark (``cube.autotune``). Exits non-zero if a result differs from NumPy.
+V's dtype for the second product, as on tensor cores. The kernel is burn's, in
+``kernels/flash.py`` (``attention_kernel``; it also reads strided heads and masks head
+dims that are not powers of two); this program launches it on plain contiguous arrays.
+``attention_tuned`` picks the block sizes by benchmark (``cube.autotune``). Exits non-zero if
+a result differs from NumPy.
 """
 
 from __future__ import annotations
@@ -23,100 +26,16 @@ import numpy as np
 
 import cubepy as cube
 from cubepy.autotune import layout_class
+from kernels import flash as attention_kernels
+from kernels.flash import Heads, Sizes
 
 try:
     from . import common
 except ImportError:  # run as a script: python examples/flash_attention.py
     import common
 
-LOG2_E = 1.4426950408889634
-LN_2 = 0.6931471805599453
+LOG2_E = attention_kernels.LOG2_E
 HEAD_DIMS = (16, 32, 64, 128)
-
-
-@cube.func
-def attend(acc, row_sum, row_max, q_tile, k_tile, v_tile, rm, rn, seq_k, qk_scale,
-           MASKED: cube.Comptime[bool], CAUSAL: cube.Comptime[bool]):
-    # One block of keys: scores, the running max and sum, and acc += p @ v, rescaled.
-    # k_tile is K's block transposed, (HEAD_DIM, BLOCK_N). Unmasked blocks skip the selects.
-    scores = cube.dot(q_tile, k_tile)
-    if MASKED:
-        visible = rn[None, :] < seq_k
-        if CAUSAL:
-            visible = visible & (rn[None, :] <= rm[:, None])
-        scores = cube.where(visible, scores, -float("inf"))
-    # Scaled after the row max (qk_scale > 0), so that the exponent is one fused multiply-add
-    # per score. Key 0 is visible to every row and sits in the first block, so new_max is
-    # finite from the first block on and no exp2 sees inf - inf.
-    new_max = cube.maximum(row_max, cube.max(scores, axis=1) * qk_scale)
-    rescale = cube.exp2(row_max - new_max)
-    p = cube.exp2(scores * qk_scale - new_max[:, None])
-    row_sum = row_sum * rescale + cube.sum(p, axis=1)
-    acc = cube.dot(p.to(v_tile.dtype), v_tile, acc * rescale[:, None])
-    return acc, row_sum, new_max
-
-
-@cube.kernel
-def attention_kernel(q, k, v, out, lse, seq_q, seq_k, scale,
-                     HEAD_DIM: cube.Comptime[int], BLOCK_M: cube.Comptime[int],
-                     BLOCK_N: cube.Comptime[int], CAUSAL: cube.Comptime[bool],
-                     DESCRIPTORS: cube.Comptime[bool] = False,
-                     STORE_LSE: cube.Comptime[bool] = False):
-    # Grid: (query blocks, batch * heads). Every array is contiguous (batch * heads, seq, dim).
-    # With STORE_LSE, each row's log-sum-exp of the scaled scores goes to lse (float32,
-    # (batch * heads, seq_q)), which the backward pass needs; else lse is not touched.
-    block_m = cube.cube_pos(0)
-    head = cube.cube_pos(1)
-    rm = block_m * BLOCK_M + cube.arange(0, BLOCK_M)
-    rd = cube.arange(0, HEAD_DIM)
-    q_rows = head * seq_q + rm
-    q_tile = cube.load(q + q_rows[:, None] * HEAD_DIM + rd[None, :],
-                       mask=rm[:, None] < seq_q, other=0.0)
-    # exp2 of scores in log2 units is one instruction where exp is two
-    qk_scale = scale * LOG2_E
-    row_max = cube.full((BLOCK_M,), -float("inf"), cube.float32)
-    row_sum = cube.zeros((BLOCK_M,), cube.float32)
-    acc = cube.zeros((BLOCK_M, HEAD_DIM), cube.float32)
-    # Keys below whole_end are visible to every query of the block: no masks there. The
-    # rest (the ragged last block; with CAUSAL, the blocks on the diagonal) is masked, and
-    # with CAUSAL the keys past this block's last query are skipped.
-    keys_end = seq_k
-    whole_end = seq_k
-    if CAUSAL:
-        keys_end = cube.minimum(seq_k, (block_m + 1) * BLOCK_M)
-        whole_end = cube.minimum(seq_k, block_m * BLOCK_M + 1)
-    whole_end = whole_end // BLOCK_N * BLOCK_N
-    if DESCRIPTORS:  # TMA block copies on NVIDIA sm_90+; the whole blocks stay in one head
-        k_desc = cube.make_tensor_descriptor(k, [cube.cube_count(1) * seq_k, HEAD_DIM],
-                                             [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-        v_desc = cube.make_tensor_descriptor(v, [cube.cube_count(1) * seq_k, HEAD_DIM],
-                                             [HEAD_DIM, 1], [BLOCK_N, HEAD_DIM])
-    for start_n in range(0, whole_end, BLOCK_N):
-        rn = start_n + cube.arange(0, BLOCK_N)
-        kv_rows = head * seq_k + rn
-        if DESCRIPTORS:
-            k_tile = cube.trans(k_desc.load([head * seq_k + start_n, 0]))
-            v_tile = v_desc.load([head * seq_k + start_n, 0])
-        else:
-            # K read as its transpose (HEAD_DIM, BLOCK_N), so the product is a plain dot
-            k_tile = cube.load(k + kv_rows[None, :] * HEAD_DIM + rd[:, None])
-            v_tile = cube.load(v + kv_rows[:, None] * HEAD_DIM + rd[None, :])
-        acc, row_sum, row_max = attend(acc, row_sum, row_max, q_tile, k_tile, v_tile, rm, rn,
-                                       seq_k, qk_scale, False, CAUSAL)
-    for start_n in range(whole_end, keys_end, BLOCK_N):
-        rn = start_n + cube.arange(0, BLOCK_N)
-        kv_rows = head * seq_k + rn
-        k_tile = cube.load(k + kv_rows[None, :] * HEAD_DIM + rd[:, None],
-                           mask=rn[None, :] < seq_k, other=0.0)
-        v_tile = cube.load(v + kv_rows[:, None] * HEAD_DIM + rd[None, :],
-                           mask=rn[:, None] < seq_k, other=0.0)
-        acc, row_sum, row_max = attend(acc, row_sum, row_max, q_tile, k_tile, v_tile, rm, rn,
-                                       seq_k, qk_scale, True, CAUSAL)
-    # The store rounds to out's dtype.
-    cube.store(out + q_rows[:, None] * HEAD_DIM + rd[None, :], acc / row_sum[:, None],
-               mask=rm[:, None] < seq_q)
-    if STORE_LSE:  # row_max is in log2 units: back to natural logarithms
-        cube.store(lse + q_rows, (row_max + cube.log2(row_sum)) * LN_2, mask=rm < seq_q)
 
 
 def check_shapes(q: Any, k: Any, v: Any, out: Any) -> tuple[int, int, int, int, int]:
@@ -188,12 +107,9 @@ def attention(q: Any, k: Any, v: Any, out: Any, *, causal: bool = False,
     check_blocks(block_m=block_m, block_n=block_n)
     if target is not None:
         options["target"] = target
-    grid = (cube.cdiv(seq_q, block_m), batch * heads)
-    # Without lse, out stands in for it: STORE_LSE=False compiles the store away.
-    attention_kernel[grid](q, k, v, out, out if lse is None else lse, seq_q, seq_k, scale,
-                           HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n,
-                           CAUSAL=causal, DESCRIPTORS=descriptors,
-                           STORE_LSE=lse is not None, **options)
+    attention_kernels.launch_forward(*map(Heads.contiguous, (q, k, v, out)), lse,
+                                     Sizes(batch, heads, seq_q, seq_k, head_dim), causal,
+                                     scale, block_m, block_n, descriptors, **options)
 
 
 def checked_scale(scale: float | None, head_dim: int) -> float:

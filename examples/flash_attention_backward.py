@@ -18,8 +18,10 @@ keys and walks over the queries (dK and dV); ``query_grads_kernel`` gives one cu
 queries and walks over the keys (dQ). With ``--atomic-dq``, ``key_grads_kernel`` also adds
 its keys' share of dQ into float32 sums by atomics, and no second walk recomputes P and dP
 for dQ (five block products instead of seven; FlashAttention-2's way). P and dS are rounded
-to the inputs' dtype for the products, as on tensor cores; everything else is float32. Exits
-non-zero if a gradient differs from NumPy's (float64) by more than its rounding bound.
+to the inputs' dtype for the products, as on tensor cores; everything else is float32. The
+kernels are burn's, in ``kernels/flash.py``; this program launches them on plain
+contiguous arrays. Exits non-zero if a gradient differs from NumPy's (float64) by more than
+its rounding bound.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import Any
 import numpy as np
 
 import cubepy as cube
+from kernels import flash as attention_kernels
+from kernels.flash import Heads, Sizes
 
 try:
     from . import common, flash_attention
@@ -38,122 +42,6 @@ except ImportError:  # run as a script: python examples/flash_attention_backward
     import flash_attention
 
 LOG2_E = flash_attention.LOG2_E
-ROUND_BLOCK = 1024  # elements per cube that round dQ's float32 sums to the dtype
-
-
-@cube.kernel
-def row_dot_kernel(out, d_out, delta, dq_sums, seq_q, HEAD_DIM: cube.Comptime[int],
-                   BLOCK_M: cube.Comptime[int], ZERO_DQ: cube.Comptime[bool]):
-    # delta[row] = sum(d_out[row] * out[row]) in float32; grid (query blocks, batch * heads).
-    # With ZERO_DQ it also clears the rows of dq_sums that the dK/dV kernel adds dQ into.
-    rm = cube.cube_pos(0) * BLOCK_M + cube.arange(0, BLOCK_M)
-    rd = cube.arange(0, HEAD_DIM)
-    rows = cube.cube_pos(1) * seq_q + rm
-    at = rows[:, None] * HEAD_DIM + rd[None, :]
-    row_ok = rm[:, None] < seq_q
-    o = cube.load(out + at, mask=row_ok, other=0.0).to(cube.float32)
-    do = cube.load(d_out + at, mask=row_ok, other=0.0).to(cube.float32)
-    cube.store(delta + rows, cube.sum(o * do, axis=1), mask=rm < seq_q)
-    if ZERO_DQ:
-        cube.store(dq_sums + at, cube.zeros((BLOCK_M, HEAD_DIM), cube.float32), mask=row_ok)
-
-
-@cube.kernel
-def to_dtype_kernel(src, dst, n, BLOCK: cube.Comptime[int]):
-    # dst[i] = src[i], rounded to dst's dtype on the store: dQ's float32 sums to the inputs'.
-    at = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
-    cube.store(dst + at, cube.load(src + at, mask=at < n), mask=at < n)
-
-
-@cube.func
-def query_rows(q, d_out, lse, delta, rm, rd, head, seq_q, HEAD_DIM: cube.Comptime[int]):
-    # Queries rm of one head: their Q and d_out rows, lse in log2 units, D, and which exist.
-    q_rows = head * seq_q + rm
-    row_ok = rm < seq_q
-    q_at = q_rows[:, None] * HEAD_DIM + rd[None, :]
-    q_tile = cube.load(q + q_at, mask=row_ok[:, None], other=0.0)
-    do_tile = cube.load(d_out + q_at, mask=row_ok[:, None], other=0.0)
-    lse2 = cube.load(lse + q_rows, mask=row_ok, other=0.0) * LOG2_E
-    delta_m = cube.load(delta + q_rows, mask=row_ok, other=0.0)
-    return q_tile, do_tile, lse2, delta_m, row_ok, q_at
-
-
-@cube.kernel
-def key_grads_kernel(q, k, v, d_out, lse, delta, dk, dv, dq_sums, seq_q, seq_k, scale,
-                     HEAD_DIM: cube.Comptime[int], BLOCK_KEPT: cube.Comptime[int],
-                     BLOCK_STEP: cube.Comptime[int], CAUSAL: cube.Comptime[bool],
-                     ATOMIC_DQ: cube.Comptime[bool]):
-    # Grid: (blocks of BLOCK_KEPT keys, batch * heads). The cube keeps its keys' dK and dV in
-    # registers and walks over the queries, BLOCK_STEP at a time. Every product is computed
-    # transposed, (keys, queries), so that P^T and dS^T need no transpose before they
-    # multiply d_out and Q. With ATOMIC_DQ it also adds its keys' share of each dQ block,
-    # dS K * scale, into the float32 dq_sums: no second pass over P and dP for dQ.
-    head = cube.cube_pos(1)
-    rn = cube.cube_pos(0) * BLOCK_KEPT + cube.arange(0, BLOCK_KEPT)
-    rd = cube.arange(0, HEAD_DIM)
-    kv_at = (head * seq_k + rn)[:, None] * HEAD_DIM + rd[None, :]
-    key_ok = rn[:, None] < seq_k
-    k_tile = cube.load(k + kv_at, mask=key_ok, other=0.0)
-    v_tile = cube.load(v + kv_at, mask=key_ok, other=0.0)
-    qk_scale = scale * LOG2_E
-    dk_acc = cube.zeros((BLOCK_KEPT, HEAD_DIM), cube.float32)
-    dv_acc = cube.zeros((BLOCK_KEPT, HEAD_DIM), cube.float32)
-    first_query = 0
-    if CAUSAL:  # the queries before this block's first key see none of its keys
-        first_query = cube.cube_pos(0) * BLOCK_KEPT // BLOCK_STEP * BLOCK_STEP
-    for start_m in range(first_query, seq_q, BLOCK_STEP):
-        rm = start_m + cube.arange(0, BLOCK_STEP)
-        q_tile, do_tile, lse2, delta_m, row_ok, q_at = query_rows(q, d_out, lse, delta, rm,
-                                                                  rd, head, seq_q, HEAD_DIM)
-        visible = row_ok[None, :] & key_ok
-        if CAUSAL:
-            visible = visible & (rn[:, None] <= rm[None, :])
-        p_t = cube.exp2(cube.dot(k_tile, cube.trans(q_tile)) * qk_scale - lse2[None, :])
-        p_t = cube.where(visible, p_t, 0.0)
-        dv_acc = cube.dot(p_t.to(do_tile.dtype), do_tile, dv_acc)
-        dp_t = cube.dot(v_tile, cube.trans(do_tile))
-        ds_t = (p_t * (dp_t - delta_m[None, :])).to(q_tile.dtype)
-        dk_acc = cube.dot(ds_t, q_tile, dk_acc)
-        if ATOMIC_DQ:
-            # relaxed: the sums are read only by a later launch, and acq_rel costs twice
-            cube.atomic_add(dq_sums + q_at, cube.dot(cube.trans(ds_t), k_tile) * scale,
-                            mask=row_ok[:, None], sem="relaxed")
-    cube.store(dk + kv_at, dk_acc * scale, mask=key_ok)
-    cube.store(dv + kv_at, dv_acc, mask=key_ok)
-
-
-@cube.kernel
-def query_grads_kernel(q, k, v, d_out, lse, delta, dq, seq_q, seq_k, scale,
-                       HEAD_DIM: cube.Comptime[int], BLOCK_KEPT: cube.Comptime[int],
-                       BLOCK_STEP: cube.Comptime[int], CAUSAL: cube.Comptime[bool]):
-    # Grid: (blocks of BLOCK_KEPT queries, batch * heads); the cube walks over the keys its
-    # queries see, BLOCK_STEP at a time.
-    block_m = cube.cube_pos(0)
-    head = cube.cube_pos(1)
-    rm = block_m * BLOCK_KEPT + cube.arange(0, BLOCK_KEPT)
-    rd = cube.arange(0, HEAD_DIM)
-    q_tile, do_tile, lse2, delta_m, row_ok, q_at = query_rows(q, d_out, lse, delta, rm, rd,
-                                                              head, seq_q, HEAD_DIM)
-    qk_scale = scale * LOG2_E
-    dq_acc = cube.zeros((BLOCK_KEPT, HEAD_DIM), cube.float32)
-    keys_end = seq_k
-    if CAUSAL:
-        keys_end = cube.minimum(seq_k, (block_m + 1) * BLOCK_KEPT)
-    for start_n in range(0, keys_end, BLOCK_STEP):
-        rn = start_n + cube.arange(0, BLOCK_STEP)
-        key_ok = rn < seq_k
-        # K and V read as their transposes (HEAD_DIM, BLOCK_STEP): plain dots for S and dP
-        kv_at_t = (head * seq_k + rn)[None, :] * HEAD_DIM + rd[:, None]
-        k_t = cube.load(k + kv_at_t, mask=key_ok[None, :], other=0.0)
-        v_t = cube.load(v + kv_at_t, mask=key_ok[None, :], other=0.0)
-        visible = key_ok[None, :]
-        if CAUSAL:
-            visible = visible & (rn[None, :] <= rm[:, None])
-        p = cube.exp2(cube.dot(q_tile, k_t) * qk_scale - lse2[:, None])
-        p = cube.where(visible, p, 0.0)
-        ds = p * (cube.dot(do_tile, v_t) - delta_m[:, None])
-        dq_acc = cube.dot(ds.to(k_t.dtype), cube.trans(k_t), dq_acc)
-    cube.store(dq + q_at, dq_acc * scale, mask=row_ok[:, None])
 
 
 def attention_backward(q: Any, k: Any, v: Any, out: Any, lse: Any, d_out: Any, dq: Any,
@@ -203,21 +91,10 @@ def attention_backward(q: Any, k: Any, v: Any, out: Any, lse: Any, d_out: Any, d
     dq_sums = dq
     if atomic_dq and common.dtype_name(dq) != "float32":
         dq_sums = common.empty(tuple(dq.shape), "float32", like=q)
-    query_grid = (cube.cdiv(seq_q, block_kept), batch * heads)
-    row_dot_kernel[query_grid](out, d_out, delta, dq_sums, seq_q, HEAD_DIM=head_dim,
-                               BLOCK_M=block_kept, ZERO_DQ=atomic_dq, **options)
-    inputs = (q, k, v, d_out, lse, delta)
-    shape = {"HEAD_DIM": head_dim, "BLOCK_KEPT": block_kept, "BLOCK_STEP": block_step,
-             "CAUSAL": causal}
-    # With no queries the key blocks still run: they write dK = dV = 0.
-    key_grads_kernel[(cube.cdiv(seq_k, block_kept), batch * heads)](
-        *inputs, dk, dv, dq_sums, seq_q, seq_k, scale, **shape, ATOMIC_DQ=atomic_dq, **options)
-    if not atomic_dq:
-        query_grads_kernel[query_grid](*inputs, dq, seq_q, seq_k, scale, **shape, **options)
-    elif dq_sums is not dq:
-        size = batch * heads * seq_q * head_dim
-        to_dtype_kernel[(cube.cdiv(size, ROUND_BLOCK),)](dq_sums, dq, size, BLOCK=ROUND_BLOCK,
-                                                         **options)
+    attention_kernels.launch_backward(
+        *map(Heads.contiguous, (q, k, v, out, d_out)), lse, delta, dq, dk, dv, dq_sums,
+        Sizes(batch, heads, seq_q, seq_k, head_dim), causal, scale, block_kept, block_step,
+        atomic_dq, **options)
 
 
 # Candidates for GPUs: FlashAttention-2's shape (128 rows kept, 32 or 64 streamed, as in

@@ -12,7 +12,8 @@ spans several taps instead. Each step is one ``cube.dot`` (tensor cores on Trito
 
 Layouts, chosen for the loads: the kernel reads the input channels-last (NHWC: a tap's
 channels are consecutive, so a tile row is one wide load) and the weight as a row-major
-(groups, Cg, KH, KW, Og) matrix (a K row's output channels consecutive). An NCHW input is
+(groups, Cg, KH, KW, Og) matrix (a K row's output channels consecutive; (groups, KH, KW, Cg,
+Og) with ``FLAT_K``, so that a step's rows are consecutive too). An NCHW input is
 copied channels-last first and the weight, a small tensor, laid out afresh, each by a tiled
 transpose (``channels_last_kernel``; inputs already channels-last and weights already laid
 out are read in place). ``C_EVEN``/``N_EVEN`` (whole channel and output-channel tiles) drop
@@ -92,8 +93,8 @@ def conv2d_kernel(x, x_off, xs_n, xs_h, xs_w, wt, bias, bias_off, bias_s, has_bi
             in_channel = kk - tap * C_GROUP
             a_tile = cube.load(x + pixel_base[:, None] + ih * xs_h + iw * xs_w
                                + in_channel[None, :], mask=inside, other=0)
-            b_tile = cube.load(wt + w_group + (in_channel * TAPS + tap)[:, None] * O_GROUP
-                               + rn[None, :],
+            # the weight's rows are (tap, channel) here: a step's rows are consecutive
+            b_tile = cube.load(wt + w_group + kk[:, None] * O_GROUP + rn[None, :],
                                mask=k_ok[:, None] & n_ok[None, :], other=0)
             acc = cube.dot(a_tile, b_tile, acc)
     else:
@@ -183,7 +184,7 @@ class ConvPlan:
     target: str
     dtype: DType
     x: View        # (N, H, W, C), unit channel stride
-    wt: Any        # storage of (groups, Cg, KH, KW, Og), contiguous
+    wt: Any        # storage of (groups, Cg, KH, KW, Og), (groups, KH, KW, Cg, Og) if flat_k
     bias: View | None
     out: View      # (N, O, OH, OW), contiguous
     kw: int
@@ -234,10 +235,16 @@ def _channels_last(ctx: Context, x: View) -> View:
 
 def _weight_rows(ctx: Context, w: View, groups: int) -> Any:
     """The storage of ``w`` (O, Cg, KH, KW) laid out as a row-major (groups, Cg, KH, KW, Og)
-    matrix (K rows of output channels)."""
+    matrix (K rows of output channels); (groups, KH, KW, Cg, Og) for ``FLAT_K``, whose steps
+    run over taps, each tap's channels in turn."""
     o, c_group, kh, kw = w.shape
     s_o, s_c, s_h, s_w = w.strides
     o_group = o // groups
+    if c_group < FLAT_K_BELOW:  # a small weight: any layout is one strided copy
+        rows = w.with_layout(w.offset, (groups, kh, kw, c_group, o_group),
+                             (o_group * s_o, s_h, s_w, s_c, s_o))
+        return rows.storage if rows.offset == 0 and rows.is_contiguous else \
+            copy(ctx, rows).storage
     rows = w.with_layout(w.offset, (groups, c_group, kh, kw, o_group),
                          (o_group * s_o, s_c, s_h, s_w, s_o))
     if rows.offset == 0 and rows.is_contiguous:

@@ -2,8 +2,8 @@
 
 Every op runs on the inner backend (its kernels, its storage); when an input is tracked the
 result gets a ``graph.Node`` with the op's backward rule (``pointwise``, ``reductions``,
-``indexing``, ``linalg``). Untracked inputs cost one ``isinstance`` test per op. Results
-that are not floats (comparisons, indices, casts to integers) never track.
+``indexing``, ``linalg``, ``attention``). Untracked inputs cost one ``isinstance`` test per
+op. Results that are not floats (comparisons, indices, casts to integers) never track.
 
 Example:
     >>> ad = burn.Autodiff(burn.Cpu())
@@ -26,6 +26,7 @@ from ..backend.base import Backend, BurnError, WrapperBackend
 from ..backend.ops import BackendOps
 from ..tensor import Tensor
 from . import indexing, linalg, pointwise, reductions
+from .attention import attention_rule
 from .graph import Node, Rule, TrackedView, injective, node_of, plain
 
 
@@ -270,6 +271,19 @@ class Autodiff(BackendOps, WrapperBackend):
         return self.record("adaptive_avg_pool2d", out, (x,),
                            lambda: linalg.adaptive_avg_pool2d_rule(self.inner, self.tensor(x)))
 
+    def attention(self, q: View, k: View, v: View, causal: bool, scale: float
+                  ) -> tuple[View, View]:
+        out, lse = self.inner.attention(plain(q), plain(k), plain(v), causal, scale)
+        tracked = self.record("attention", out, (q, k, v), lambda: attention_rule(
+            self.inner, self.tensor(q), self.tensor(k), self.tensor(v), self.tensor(out),
+            self.tensor(lse), causal, scale))
+        return tracked, lse  # lse is a saved value of the rule, not differentiable
+
+    def attention_backward(self, q: View, k: View, v: View, out: View, lse: View, d_out: View,
+                           causal: bool, scale: float) -> tuple[View, View, View]:
+        # untracked: gradients of gradients are not supported (Autodiff(Autodiff) is refused)
+        return self.inner.attention_backward(plain(q), plain(k), plain(v), plain(out),
+                                             plain(lse), plain(d_out), causal, scale)
 
     # ---- optimizer steps: on parameters' values, never tracked ----
 

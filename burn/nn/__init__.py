@@ -12,6 +12,7 @@ Example:
 
 from . import init
 from .activation import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .attention import MultiHeadAttention, TransformerEncoderLayer
 from .container import Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .embedding import Embedding
@@ -23,6 +24,7 @@ from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 
 __all__ = ["GELU", "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose1d",
            "ConvTranspose2d", "Dropout", "Embedding", "Flatten", "LayerNorm", "Linear",
-           "MaxPool2d", "Module", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
-           "Tanh", "binary_cross_entropy_with_logits", "cross_entropy", "init", "l1_loss",
+           "MaxPool2d", "Module", "MultiHeadAttention", "RMSNorm", "ReLU", "Sequential", "SiLU",
+           "Sigmoid", "Softmax", "Tanh", "TransformerEncoderLayer",
+           "binary_cross_entropy_with_logits", "cross_entropy", "init", "l1_loss",
            "mse_loss", "nll_loss"]

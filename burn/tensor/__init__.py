@@ -1,17 +1,29 @@
 """The ``Tensor`` API; importing this package attaches every op family's methods.
 
 Each family module (``elementwise``, ``views``, ``reduce``, ``index``, ``linalg``,
-``conv_transpose``, ``random``) defines its functions, attaches the ones that are methods with
-``@tensor_method`` and lists its public functions in ``__all__``; ``burn`` re-exports them.
+``conv_transpose``, ``attention``, ``random``) defines its functions, attaches the ones that
+are methods with ``@tensor_method`` and lists its public functions in ``__all__``; ``burn``
+re-exports them.
 """
 
 from collections.abc import Callable
 from typing import Any
 
-from . import conv_transpose, creation, elementwise, index, linalg, random, reduce, views
+from . import (
+    attention,
+    conv_transpose,
+    creation,
+    elementwise,
+    index,
+    linalg,
+    random,
+    reduce,
+    views,
+)
 from .tensor import Tensor
 
-FAMILIES = (creation, elementwise, views, reduce, index, linalg, conv_transpose, random)
+FAMILIES = (creation, elementwise, views, reduce, index, linalg, conv_transpose, attention,
+            random)
 
 
 def family_functions() -> dict[str, Callable[..., Any]]:

@@ -29,10 +29,10 @@ def _loss(fn: Callable[..., burn.Tensor], arrays: Sequence[np.ndarray], weights:
     return (fn(*inputs) * burn.from_numpy(weights, backend=backend)).sum()
 
 
-def numeric_gradients(fn: Callable[..., burn.Tensor], arrays: Sequence[np.ndarray],
-                      weights: np.ndarray) -> list[np.ndarray]:
-    """Central differences of the weighted sum, in float64 on the NumPy backend."""
-    reference = burn.NumPy()
+def central_differences(loss: Callable[[list[np.ndarray]], float],
+                        arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Central differences of ``loss(arrays)`` (a number) with respect to each array, the
+    arrays taken in float64."""
     arrays = [np.array(a, dtype=np.float64) for a in arrays]
     grads = []
     for a in arrays:
@@ -40,13 +40,20 @@ def numeric_gradients(fn: Callable[..., burn.Tensor], arrays: Sequence[np.ndarra
         for i in np.ndindex(a.shape):
             saved = a[i]
             a[i] = saved + STEP
-            up = _loss(fn, arrays, weights, reference).item()
+            up = loss(arrays)
             a[i] = saved - STEP
-            down = _loss(fn, arrays, weights, reference).item()
+            down = loss(arrays)
             a[i] = saved
             grad[i] = (up - down) / (2 * STEP)
         grads.append(grad)
     return grads
+
+
+def numeric_gradients(fn: Callable[..., burn.Tensor], arrays: Sequence[np.ndarray],
+                      weights: np.ndarray) -> list[np.ndarray]:
+    """Central differences of the weighted sum, in float64 on the NumPy backend."""
+    reference = burn.NumPy()
+    return central_differences(lambda a: _loss(fn, a, weights, reference).item(), arrays)
 
 
 def analytic_gradients(fn: Callable[..., burn.Tensor], arrays: Sequence[np.ndarray],

@@ -51,12 +51,14 @@ def test_conv2d_without_bias_unbatched(backend, ref, rng):
 
 def test_conv2d_strided_views(backend, ref, rng):
     """A channels-last input seen as NCHW, a transposed input, a column-strided input, and
-    weights permuted: one in no layout the kernel reads, one in the layout it reads in place."""
+    weights permuted: (KH, KW, C, O) storage, which the kernel reads in place with fewer than
+    16 channels (``FLAT_K``), and (C, KH, KW, O), which it reads in place with more."""
     x = _data(rng, (2, 9, 8, 3))  # NHWC storage
     w = _data(rng, (3, 3, 3, 4))  # (KH, KW, C, O) storage
     bias = _data(rng, 8)
     spaced = _data(rng, (2, 3, 9, 16))  # every other column: pixels one axis, stride 2
-    rows = _data(rng, (3, 3, 3, 4))     # (C, KH, KW, O) storage: the kernel's weight layout
+    rows = _data(rng, (16, 3, 3, 4))    # (C, KH, KW, O) storage, 16 channels
+    wide = _data(rng, (2, 16, 6, 5))
 
     def op(b):
         xt = on(b, x).permute(0, 3, 1, 2)
@@ -64,7 +66,7 @@ def test_conv2d_strided_views(backend, ref, rng):
         return (burn.conv2d(xt, wt, on(b, bias)[::2], padding=1),
                 burn.conv2d(xt.transpose(2, 3), wt.flip(3), stride=2),
                 burn.conv2d(on(b, spaced)[..., ::2], wt, padding=1),
-                burn.conv2d(xt, on(b, rows).permute(3, 0, 1, 2), stride=(1, 2)))
+                burn.conv2d(on(b, wide), on(b, rows).permute(3, 0, 1, 2), stride=(1, 2)))
     check(op, backend, ref)
 
 

@@ -1,10 +1,12 @@
-"""Linear algebra, convolution and pooling through ``kernels.matmul``, ``conv`` and ``pool``."""
+"""Linear algebra, convolution, pooling and attention through ``kernels.matmul``, ``conv``,
+``pool`` and ``attention``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from cubepy.ir.dtypes import DType
+from kernels import attention as attention_kernels
 from kernels import conv, matmul, pool
 from kernels.layout import View
 
@@ -29,3 +31,12 @@ class CubeLinalg(CubeCore, LinalgOps):
 
     def adaptive_avg_pool2d(self, x: View, out_size: Sequence[int]) -> View:
         return pool.adaptive_avg_pool2d(self.ctx, x, out_size)
+
+    def attention(self, q: View, k: View, v: View, causal: bool, scale: float
+                  ) -> tuple[View, View]:
+        return attention_kernels.attention(self.ctx, q, k, v, causal, scale)
+
+    def attention_backward(self, q: View, k: View, v: View, out: View, lse: View, d_out: View,
+                           causal: bool, scale: float) -> tuple[View, View, View]:
+        return attention_kernels.attention_backward(self.ctx, q, k, v, out, lse, d_out, causal,
+                                                    scale)

@@ -1,6 +1,7 @@
-"""The NumPy reference for matmul, convolution and pooling: the kernels' semantics in plain
-NumPy (16-bit floats computed in float32, integer products summed in int64 and wrapped to
-the result's dtype, which equals the kernels' wrapping int32 sums)."""
+"""The NumPy reference for matmul, convolution, pooling and attention: the kernels' semantics
+in plain NumPy (16-bit floats computed in float32, integer products summed in int64 and
+wrapped to the result's dtype, which equals the kernels' wrapping int32 sums). Attention is
+computed in float64 and rounded once: the exact values the fused kernels approximate."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 from kernels.layout import View
 
@@ -36,6 +38,20 @@ def _pad(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], padding: S
         far = max(0, reach - x.shape[2 + axis] - padding[axis])
         pads.append((padding[axis], far))
     return np.pad(x, pads, constant_values=value)
+
+
+def _attention_weights(q: np.ndarray, k: np.ndarray, causal: bool, scale: float
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(P, lse) of float64 ``q`` (..., Sq, D) and ``k`` (..., Sk, D): the softmax of the
+    scaled (masked) scores and each row's log-sum-exp."""
+    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
+    if causal:  # key j > query i is masked; key 0 is always seen, so no row is all -inf
+        sq, sk = scores.shape[-2:]
+        scores = np.where(np.arange(sk)[None, :] > np.arange(sq)[:, None], -np.inf, scores)
+    peak = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - peak)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / total, (peak + np.log(total))[..., 0]
 
 
 class NumpyLinalg(NumpyCore, LinalgOps):
@@ -93,3 +109,26 @@ class NumpyLinalg(NumpyCore, LinalgOps):
                 cols = slice(j * w // out_size[1], -(-(j + 1) * w // out_size[1]))
                 out[:, :, i, j] = v[:, :, rows, cols].mean(axis=(2, 3))
         return self.result(out, x.dtype)
+
+    def _float64(self, x: View) -> np.ndarray:
+        return self.array(x).astype(np.float64)
+
+    def attention(self, q: View, k: View, v: View, causal: bool, scale: float
+                  ) -> tuple[View, View]:
+        p, lse = _attention_weights(self._float64(q), self._float64(k), causal, scale)
+        out = np.matmul(p, self._float64(v))
+        return self.result(out, q.dtype), self.result(lse, dt.float32)
+
+    def attention_backward(self, q: View, k: View, v: View, out: View, lse: View, d_out: View,
+                           causal: bool, scale: float) -> tuple[View, View, View]:
+        # P recomputed from the scores in float64 (``lse`` is the rounded float32 one); the
+        # row term uses the given ``out``, as the kernels do
+        q64, k64, v64, do = (self._float64(x) for x in (q, k, v, d_out))
+        p, _ = _attention_weights(q64, k64, causal, scale)
+        dv = np.matmul(np.swapaxes(p, -1, -2), do)
+        dp = np.matmul(do, np.swapaxes(v64, -1, -2))
+        rows = (do * self._float64(out)).sum(axis=-1, keepdims=True)
+        ds = p * (dp - rows)
+        dq = np.matmul(ds, k64) * scale
+        dk = np.matmul(np.swapaxes(ds, -1, -2), q64) * scale
+        return self.result(dq, q.dtype), self.result(dk, k.dtype), self.result(dv, v.dtype)
