@@ -15,6 +15,7 @@ when the host is slower). TFLOP/s count the products: 4·B·H·S²·D forward, 1
 backward, halved when causal.
 
     source .whl/gpu-env.sh && python3 bench/attention_gpu_bench.py [--cases "4,32,1024,64;..."]
+                                                                   [--profile]
 """
 
 from __future__ import annotations
@@ -32,10 +33,17 @@ import torch.nn.functional as F  # noqa: N812 - torch's own name for it
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from burn_gpu_bench import from_torch, gpu_only_seconds, gpu_seconds  # noqa: E402
+from burn_gpu_bench import (  # noqa: E402
+    from_torch,
+    gpu_only_seconds,
+    gpu_seconds,
+    host_us,
+    profile_host,
+)
 
 import burn  # noqa: E402
 from kernels import attention as attention_kernels  # noqa: E402
+from kernels import flash  # noqa: E402
 
 CASES = [(4, 32, 1024, 64), (4, 32, 4096, 64), (4, 32, 1024, 128), (4, 32, 4096, 128),
          (16, 12, 512, 64), (8, 8, 256, 64)]
@@ -98,11 +106,43 @@ def case_rows(backend: burn.Backend, b: int, h: int, s: int, d: int, causal: boo
     return row
 
 
+def profile(b: int, h: int, s: int, d: int) -> None:
+    """Host microseconds per call of each layer of a causal bf16 forward, then the
+    functions with the most own time under ``burn.scaled_dot_product_attention``."""
+    backend = burn.Cuda()
+    q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+    bq = from_torch(q, backend)
+    ctx, scale = backend.ctx, 1 / math.sqrt(d)
+    sizes = flash.Sizes(b, h, s, s, d)
+    heads = flash.Heads.contiguous(q)
+    out, lse = torch.empty_like(q), torch.empty(b, h, s, device="cuda")
+    layers = {
+        "torch scaled_dot_product_attention": lambda: F.scaled_dot_product_attention(
+            q, q, q, is_causal=True),
+        "burn.scaled_dot_product_attention": lambda: burn.scaled_dot_product_attention(
+            bq, bq, bq, causal=True),
+        "kernels.attention.attention": lambda: attention_kernels.attention(
+            ctx, bq.prim, bq.prim, bq.prim, True, scale),
+        "kernels.flash.launch_forward (one launch)": lambda: flash.launch_forward(
+            heads, heads, heads, flash.Heads.contiguous(out), lse, sizes, True, scale, 64, 64,
+            num_warps=4, num_stages=3),
+        "ctx.new (the result)": lambda: ctx.new((b, s, h, d), bq.dtype),
+    }
+    for name, fn in layers.items():
+        print(f"host {name}: {host_us(fn, warmup=3):8.1f} us per call", flush=True)
+    profile_host(layers["burn.scaled_dot_product_attention"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", help='"B,H,S,D;..." (default: the list in this file)')
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--profile", action="store_true",
+                        help="host time per layer of the 8x8x256x64 forward, then exit")
     args = parser.parse_args()
+    if args.profile:
+        profile(8, 8, 256, 64)
+        return
     cases = [tuple(map(int, c.split(","))) for c in args.cases.split(";")] if args.cases \
         else CASES
     backend = burn.Cuda()

@@ -8,7 +8,7 @@ with a mask, in float64 or with head dimensions the kernels do not take is compo
 matmul, softmax and elementwise ops in ``burn.tensor.attention``, whose own rules apply.
 
 Example:
-    >>> ad = burn.Autodiff(burn.Cpu())
+    >>> ad = burn.Autodiff(burn.NumPy())  # the reference backend: no kernels to compile
     >>> q = burn.ones((1, 2, 3, 4), backend=ad).require_grad()
     >>> grads = burn.scaled_dot_product_attention(q, q, q).sum().backward()
     >>> q.grad(grads).shape

@@ -106,10 +106,12 @@ def _fused(dtype_name: str, q: Tensor, v: Tensor, mask: Tensor | None, scale: fl
 
 def _fused_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float) -> Tensor:
     """The fused op on (B, H, S, D) views: the leading axes folded into (B, H)."""
+    backend = q.backend
+    if q.ndim == 4:  # (B, H, S, D) already: no reshapes on the common path
+        return Tensor(backend.attention(q.prim, k.prim, v.prim, causal, scale)[0], backend)
     lead, (sq, d), sk = q.shape[:-2], q.shape[-2:], k.shape[-2]
     b, h = (math.prod(lead[:-1]), lead[-1]) if lead else (1, 1)
     q4, k4, v4 = reshape(q, b, h, sq, d), reshape(k, b, h, sk, d), reshape(v, b, h, sk, d)
-    backend = q.backend
     out, _ = backend.attention(q4.prim, k4.prim, v4.prim, causal, scale)
     return reshape(Tensor(out, backend), *lead, sq, d)
 

@@ -1,0 +1,121 @@
+"""A transformer block's training step in burn against the same step in torch, on the H200.
+
+One pre-norm ``TransformerEncoderLayer`` (GELU, no dropout, causal self-attention), bf16
+parameters and activations, ``AdamW``; the step is forward, ``mean(y ** 2)``, backward and
+the optimizer's update. burn: ``burn.nn.TransformerEncoderLayer`` on ``Autodiff(Cuda())``
+(its attention is the fused flash kernels, forward and backward); torch:
+``torch.nn.TransformerEncoderLayer(norm_first=True, batch_first=True)`` with its causal mask
+(``is_causal``), ``torch.optim.AdamW``. The first steps of burn tune its kernels; times are
+medians of steps after that, each synchronized (wall clock, host included).
+
+    source .whl/gpu-env.sh && python3 bench/transformer_gpu_bench.py [--cases "16,512,512,8;..."]
+                                                                     [--fusion] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from burn_gpu_bench import from_torch, profile_host  # noqa: E402
+
+import burn  # noqa: E402
+
+CASES = [(16, 512, 512, 8), (8, 1024, 1024, 16), (64, 128, 256, 4)]  # (B, S, d_model, heads)
+
+
+def step_seconds(step: Callable[[], None], warmup: int = 5, steps: int = 15) -> float:
+    """Median wall seconds of one synchronized step, after ``warmup`` steps."""
+    for _ in range(warmup):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def burn_step(b: int, s: int, d: int, heads: int, fusion: bool = False) -> Callable[[], None]:
+    """A closure running one burn training step (it keeps the model between calls), on
+    ``Autodiff(Fusion(Cuda()))`` with ``fusion``."""
+    ad = burn.Autodiff(burn.Fusion(burn.Cuda()) if fusion else burn.Cuda())
+    layer = burn.nn.TransformerEncoderLayer(d, heads, 4 * d, dtype=burn.bfloat16,
+                                            backend="cuda", generator=burn.Generator(0))
+    state = {"model": layer.to(ad).require_grad()}
+    optimizer = burn.optim.AdamW(lr=1e-4)
+    x = from_torch(torch.randn(b, s, d, device="cuda", dtype=torch.bfloat16), ad)
+
+    def step() -> None:
+        y = state["model"](x, causal=True)
+        loss = (y * y).mean()
+        state["model"] = optimizer.step(state["model"], loss.backward())
+
+    return step
+
+
+def torch_step(b: int, s: int, d: int, heads: int) -> Callable[[], None]:
+    layer = torch.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu",
+                                             batch_first=True, norm_first=True, device="cuda",
+                                             dtype=torch.bfloat16)
+    optimizer = torch.optim.AdamW(layer.parameters(), lr=1e-4)
+    x = torch.randn(b, s, d, device="cuda", dtype=torch.bfloat16)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(s, device="cuda",
+                                                                dtype=torch.bfloat16)
+
+    def step() -> None:
+        y = layer(x, src_mask=mask, is_causal=True)
+        loss = (y * y).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", help='"B,S,d_model,heads;..." (default: the list here)')
+    parser.add_argument("--fusion", action="store_true", help="burn on Autodiff(Fusion(Cuda))")
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile 20 burn steps of the first case, then exit")
+    args = parser.parse_args()
+    cases = [tuple(map(int, c.split(","))) for c in args.cases.split(";")] if args.cases \
+        else CASES
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; ratio: torch's step "
+          f"time over burn's (above 1: burn is faster)")
+    if args.profile:
+        step = burn_step(*cases[0], fusion=args.fusion)
+        for _ in range(3):
+            step()
+        torch.cuda.synchronize()
+        profile_host(step, calls=20)
+        return
+    for case in cases:
+        start = time.perf_counter()
+        ours_step = burn_step(*case, fusion=args.fusion)
+        ours_step()
+        torch.cuda.synchronize()
+        first = time.perf_counter() - start
+        ours, theirs = step_seconds(ours_step), step_seconds(torch_step(*case))
+        b, s, d, heads = case
+        print(json.dumps({"case": f"B={b} S={s} d={d} heads={heads}",
+                          "first_step_s": round(first, 2),
+                          "step_ms": (round(ours * 1e3, 2), round(theirs * 1e3, 2)),
+                          "ratio": round(theirs / ours, 3)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
