@@ -16,12 +16,12 @@ D), with an optional causal mask (query i sees keys 0..i, top-left aligned as to
 
 Scores, sums and accumulators are float32; the probabilities (and dS) are rounded to the
 inputs' dtype before their products, as on tensor cores. Q, K, V, O and dO may have any
-strides with a unit head-dim stride (``Heads``: the batch, head and row strides), so the
-(B, S, H, D) halves of a projection are read in place. A head dim that is not a power of two
-is masked up to the next one (``HEAD_DIM``, at least 16: the least ``tl.dot`` tile). The
-examples ``examples/flash_attention.py`` and ``flash_attention_backward.py`` launch these
-kernels on plain arrays; ``kernels.attention`` is burn's entry point (views in, views
-out, blocks chosen or tuned per target).
+strides with a unit head-dim stride (``Heads``: the batch, head and row strides), so heads
+split off a projection's (B, S, H * D) output are read in place. A head dim that is not a
+power of two is masked up to the next one (``HEAD_DIM``, at least 16: the least ``tl.dot``
+tile). The examples ``examples/flash_attention.py`` and ``flash_attention_backward.py``
+launch these kernels on plain arrays; ``kernels.attention`` is burn's entry point (views in,
+views out, blocks chosen or tuned per target).
 
 Example:
     >>> launch_forward(*map(Heads.contiguous, (q, k, v, out)), lse,  # doctest: +SKIP
