@@ -34,7 +34,6 @@ try:
 except ImportError:  # run as a script: python examples/flash_attention.py
     import common
 
-LOG2_E = attention_kernels.LOG2_E
 HEAD_DIMS = (16, 32, 64, 128)
 
 

@@ -41,7 +41,6 @@ except ImportError:  # run as a script: python examples/flash_attention_backward
     import common
     import flash_attention
 
-LOG2_E = flash_attention.LOG2_E
 
 
 def attention_backward(q: Any, k: Any, v: Any, out: Any, lse: Any, d_out: Any, dq: Any,

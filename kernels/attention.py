@@ -13,7 +13,7 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import cubepy as cube
@@ -152,7 +152,7 @@ def attention_backward(ctx: Context, q: View, k: View, v: View, out: View, lse: 
         # scratch for the candidates that sum dQ by atomics (dQ itself when float32)
         sums = grads[0].storage if q.dtype == cube.float32 else \
             ctx.new(q.shape, cube.float32).storage
-        call = _Call(*call.fields()[:-1], (*call.arrays, sums))
+        call = replace(call, arrays=(*call.arrays, sums))
         _tuned(call, tuned_backward, "backward")
     else:
         _run_backward(call, **backward_blocks(ctx, sizes))
@@ -180,10 +180,6 @@ class _Call:
     scale: float
     heads: tuple[Heads, ...]
     arrays: tuple[Any, ...]
-
-    def fields(self) -> tuple[Any, ...]:
-        return (self.target, self.dtype, self.sizes, self.causal, self.scale, self.heads,
-                self.arrays)
 
 
 def _run_forward(call: _Call, block_m: int, block_n: int, **options: Any) -> None:
