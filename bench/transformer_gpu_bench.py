@@ -9,7 +9,7 @@ the optimizer's update. burn: ``burn.nn.TransformerEncoderLayer`` on ``Autodiff(
 medians of steps after that, each synchronized (wall clock, host included).
 
     source .whl/gpu-env.sh && python3 bench/transformer_gpu_bench.py [--cases "16,512,512,8;..."]
-                                                                     [--fusion] [--profile]
+        [--fusion] [--captured] [--gpu-time] [--profile]
 """
 
 from __future__ import annotations
@@ -48,9 +48,26 @@ def step_seconds(step: Callable[[], None], warmup: int = 5, steps: int = 15) -> 
     return statistics.median(times)
 
 
-def burn_step(b: int, s: int, d: int, heads: int, fusion: bool = False) -> Callable[[], None]:
+def kernel_ms(step: Callable[[], None], steps: int = 5) -> tuple[float, float]:
+    """(GPU kernel milliseconds, kernels) per step, from torch.profiler's CUDA activity."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.device_time_total]
+    total = sum(e.device_time_total for e in events)
+    return total / 1e3 / steps, sum(e.count for e in events) / steps
+
+
+def burn_step(b: int, s: int, d: int, heads: int, fusion: bool = False,
+              captured: bool = False) -> Callable[[], None]:
     """A closure running one burn training step (it keeps the model between calls), on
-    ``Autodiff(Fusion(Cuda()))`` with ``fusion``."""
+    ``Autodiff(Fusion(Cuda()))`` with ``fusion``, as a ``burn.train.CapturedStep`` (one CUDA
+    graph after three warm-up steps) with ``captured``."""
     ad = burn.Autodiff(burn.Fusion(burn.Cuda()) if fusion else burn.Cuda())
     layer = burn.nn.TransformerEncoderLayer(d, heads, 4 * d, dtype=burn.bfloat16,
                                             backend="cuda", generator=burn.Generator(0))
@@ -58,10 +75,15 @@ def burn_step(b: int, s: int, d: int, heads: int, fusion: bool = False) -> Calla
     optimizer = burn.optim.AdamW(lr=1e-4)
     x = from_torch(torch.randn(b, s, d, device="cuda", dtype=torch.bfloat16), ad)
 
-    def step() -> None:
-        y = state["model"](x, causal=True)
+    def train(model: burn.nn.Module, x: burn.Tensor) -> burn.nn.Module:
+        y = model(x, causal=True)
         loss = (y * y).mean()
-        state["model"] = optimizer.step(state["model"], loss.backward())
+        return optimizer.step(model, loss.backward())
+
+    run = burn.train.CapturedStep(train, optimizer) if captured else train
+
+    def step() -> None:
+        state["model"] = run(state["model"], x)
 
     return step
 
@@ -89,6 +111,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", help='"B,S,d_model,heads;..." (default: the list here)')
     parser.add_argument("--fusion", action="store_true", help="burn on Autodiff(Fusion(Cuda))")
+    parser.add_argument("--gpu-time", action="store_true",
+                        help="also each step's GPU kernel time and kernel count (profiler)")
+    parser.add_argument("--captured", action="store_true",
+                        help="burn's step as a burn.train.CapturedStep (a CUDA graph)")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile 20 burn steps of the first case, then exit")
     args = parser.parse_args()
@@ -105,16 +131,23 @@ def main() -> None:
         return
     for case in cases:
         start = time.perf_counter()
-        ours_step = burn_step(*case, fusion=args.fusion)
+        ours_step = burn_step(*case, fusion=args.fusion, captured=args.captured)
         ours_step()
         torch.cuda.synchronize()
         first = time.perf_counter() - start
-        ours, theirs = step_seconds(ours_step), step_seconds(torch_step(*case))
+        their_step = torch_step(*case)
+        ours, theirs = step_seconds(ours_step), step_seconds(their_step)
         b, s, d, heads = case
-        print(json.dumps({"case": f"B={b} S={s} d={d} heads={heads}",
-                          "first_step_s": round(first, 2),
-                          "step_ms": (round(ours * 1e3, 2), round(theirs * 1e3, 2)),
-                          "ratio": round(theirs / ours, 3)}), flush=True)
+        row = {"case": f"B={b} S={s} d={d} heads={heads}", "captured": args.captured,
+               "first_step_s": round(first, 2),
+               "step_ms": (round(ours * 1e3, 2), round(theirs * 1e3, 2)),
+               "ratio": round(theirs / ours, 3)}
+        if args.gpu_time:
+            (our_ms, our_kernels), (their_ms, their_kernels) = \
+                kernel_ms(ours_step), kernel_ms(their_step)
+            row["gpu_kernel_ms"] = (round(our_ms, 3), round(their_ms, 3))
+            row["kernels_per_step"] = (round(our_kernels), round(their_kernels))
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
     python examples/train_transformer.py                  # the default backend
     python examples/train_transformer.py --backend cpu    # or cuda, wgpu, numpy
     python examples/train_transformer.py --steps 600 --layers 2 --d-model 64
+    python examples/train_transformer.py --backend cuda --captured   # steps as CUDA graphs
 
 Each example is ``x_1 ... x_n | x_n ... x_1`` over ten digits: after the separator the model
 must emit the first half backwards, which it can only do by attending ``n`` tokens back, to a
@@ -85,9 +86,11 @@ def reversed_accuracy(model: nn.Module, tokens: np.ndarray, length: int,
 
 def train(backend: burn.Backend, steps: int = 400, length: int = 8, batch: int = 64,
           d_model: int = 64, heads: int = 4, layers: int = 2, lr: float = 3e-3,
-          log_every: int = 0, seed: int = 0, evaluate: int = 256) -> tuple[list[float], float]:
+          log_every: int = 0, seed: int = 0, evaluate: int = 256, captured: bool = False
+          ) -> tuple[list[float], float]:
     """Train on fresh batches; returns every step's loss and the final reversal accuracy on
-    ``evaluate`` new sequences (NaN for none)."""
+    ``evaluate`` new sequences (NaN for none). ``captured``: the step runs as a
+    ``burn.train.CapturedStep`` (one CUDA graph; the Cuda backend on a GPU)."""
     ad = burn.Autodiff(backend)
     rng = np.random.default_rng(seed)
     model = ReversingTransformer(length, d_model, heads, layers).to(ad).require_grad()
@@ -95,11 +98,17 @@ def train(backend: burn.Backend, steps: int = 400, length: int = 8, batch: int =
                                                         final_lr=lr / 20),
                                  steps=max(1, steps // 10))
     optimizer = burn.optim.AdamW(lr=lr, weight_decay=0.0)
+
+    def train_step(model: nn.Module, tokens: burn.Tensor) -> tuple[nn.Module, burn.Tensor]:
+        loss = reversal_loss(model, tokens, length)
+        return optimizer.step(model, loss.backward()), loss
+
+    run = burn.train.CapturedStep(train_step, optimizer) if captured else train_step
     losses = []
     for step in range(steps):
+        optimizer.lr = schedule(step)  # between steps, as a captured step reads it
         tokens = burn.from_numpy(reversal_batch(rng, batch, length), backend=ad)
-        loss = reversal_loss(model, tokens, length)
-        model = optimizer.step(model, loss.backward(), lr=schedule(step))
+        model, loss = run(model, tokens)
         losses.append(loss.item())
         if log_every and (step % log_every == 0 or step == steps - 1):
             print(f"step {step:4d}  loss {losses[-1]:.4f}", flush=True)
@@ -116,12 +125,14 @@ def main() -> int:
     parser.add_argument("--length", type=int, default=8, help="digits to reverse")
     parser.add_argument("--d-model", type=int, default=64)
     parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--captured", action="store_true",
+                        help="run each step as one CUDA graph (the cuda backend on a GPU)")
     args = parser.parse_args()
     backend = burn.backend_for(args.backend) if args.backend else burn.default_backend()
     print(f"training on {backend!r}", flush=True)
     start = time.perf_counter()
     losses, accuracy = train(backend, args.steps, args.length, d_model=args.d_model,
-                             layers=args.layers, log_every=50)
+                             layers=args.layers, log_every=50, captured=args.captured)
     print(f"{args.steps} steps in {time.perf_counter() - start:.1f} s; loss {losses[0]:.3f} -> "
           f"{losses[-1]:.3f}; reversed digits right: {accuracy:.1%}")
     return 0 if accuracy >= 0.9 else 1

@@ -289,15 +289,17 @@ class Autodiff(BackendOps, WrapperBackend):
 
     def adam_step(self, p: View, g: View, m: View | None, v: View | None, lr: float,
                   betas: tuple[float, float], eps: float, weight_decay: float, step: int,
-                  decoupled: bool) -> tuple[View, View, View]:
+                  decoupled: bool, numbers: View | None = None, in_place: bool = False
+                  ) -> tuple[View, View, View]:
         return self.inner.adam_step(plain(p), plain(g), _plain(m), _plain(v), lr, betas, eps,
-                                    weight_decay, step, decoupled)
+                                    weight_decay, step, decoupled, _plain(numbers), in_place)
 
     def sgd_step(self, p: View, g: View, buf: View | None, lr: float, momentum: float,
-                 dampening: float, weight_decay: float, nesterov: bool
+                 dampening: float, weight_decay: float, nesterov: bool,
+                 numbers: View | None = None, in_place: bool = False
                  ) -> tuple[View, View | None]:
         return self.inner.sgd_step(plain(p), plain(g), _plain(buf), lr, momentum, dampening,
-                                   weight_decay, nesterov)
+                                   weight_decay, nesterov, _plain(numbers), in_place)
 
 
 def _plain(view: View | None) -> View | None:

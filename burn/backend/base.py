@@ -22,6 +22,7 @@ import numpy as np
 
 from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
+from cubepy.runtime import trace
 from kernels.layout import View, check_int32, contiguous_strides, new_view
 
 from . import bounds
@@ -86,6 +87,8 @@ class Backend(ABC):
         dtype and bits. Tensors are never mutated, so one copy serves them all: a Python
         number in ``x * 0.5`` reaches the device once, not at every call (on a GPU each
         upload would wait for the work queued before it)."""
+        if trace.active is not None:  # a replay would read this same number again
+            trace.note("a number as a tensor", value=scalar.item())
         key = (scalar.dtype.name, scalar.tobytes())
         cache = self.__dict__.setdefault("_constants", {})
         view = cache.get(key)

@@ -32,12 +32,25 @@ _BOUNDS: dict[int, tuple[weakref.ref, int, int]] = {}
 def remember(storage: Any, values: np.ndarray) -> None:
     """Record the bounds of ``values`` (an integer host array, not empty) as those of
     ``storage``, which now holds them."""
+    remember_range(storage, int(values.min()), int(values.max()))
+
+
+def remember_range(storage: Any, low: int, high: int) -> None:
+    """Record ``[low, high]`` as the bounds of what ``storage`` holds (values the host knows
+    without reading them: an ``arange``'s ends, a copy of storage with known bounds)."""
     key = id(storage)
     try:
         ref = weakref.ref(storage, lambda _, key=key: _BOUNDS.pop(key, None))
     except TypeError:  # no weak references to this kind of storage: nothing recorded
         return
-    _BOUNDS[key] = (ref, int(values.min()), int(values.max()))
+    _BOUNDS[key] = (ref, low, high)
+
+
+def inherit(target: Any, source: Any) -> None:
+    """``target`` (a copy of some of ``source``'s values) gets ``source``'s bounds, if known."""
+    known = known_bounds(source)
+    if known is not None:
+        remember_range(target, *known)
 
 
 def known_bounds(storage: Any) -> tuple[int, int] | None:

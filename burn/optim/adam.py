@@ -6,6 +6,9 @@ Example:
 
 from __future__ import annotations
 
+from kernels.layout import register
+from kernels.optim import adam_numbers
+
 from ..backend.base import BurnError
 from ..tensor.tensor import Tensor
 from .optimizer import Optimizer
@@ -28,10 +31,17 @@ class Adam(Optimizer):
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
         t = self.count(name)
         state = self.state[name]
-        new, state["exp_avg"], state["exp_avg_sq"] = param.backend.adam_step(
+        backend = param.backend
+        numbers = self.numbers(backend, register(param.dtype), lr, t) \
+            if self.capturable else None
+        new, state["exp_avg"], state["exp_avg_sq"] = backend.adam_step(
             param.prim, grad.prim, state.get("exp_avg"), state.get("exp_avg_sq"), lr,
-            self.betas, self.eps, self.weight_decay, t, self.decoupled)
-        return Tensor(new, param.backend)
+            self.betas, self.eps, self.weight_decay, t, self.decoupled, numbers,
+            self.capturable)
+        return Tensor(new, backend)
+
+    def step_numbers(self, lr: float, step: int) -> list[float]:
+        return adam_numbers(lr, self.betas, self.weight_decay, step)
 
 
 class AdamW(Adam):

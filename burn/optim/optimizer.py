@@ -8,6 +8,11 @@ one step's module to the next. Each update is one kernel per parameter (the back
 ``adam_step``/``sgd_step``); 16-bit float parameters are updated in float32, with their state
 in float32, and rounded once.
 
+With ``capturable`` set (``burn.train.CapturedStep`` sets it) an update is written in place
+and reads the numbers that change from step to step (the learning rate, Adam's bias
+corrections) from a small device buffer per backend and dtype, which the host rewrites: so a
+step captured as a CUDA graph and replayed keeps counting steps and follows ``opt.lr``.
+
 Example:
     >>> opt = burn.optim.SGD(lr=0.1)
     >>> model = opt.step(model, loss.backward())  # doctest: +SKIP
@@ -40,6 +45,16 @@ class Optimizer:
         self.state: dict[str, dict[str, Any]] = {}
         #: per parameter path: the inner backend its state views live on (for state_dict)
         self._backends: dict[str, Any] = {}
+        #: update in place, reading the per-step numbers from device buffers (see above)
+        self.capturable = False
+        #: (inner backend, compute dtype name) -> the buffer of per-step numbers, the backend
+        #: and the step count and learning rate its numbers are for
+        self._numbers: dict[tuple[int, str], list[Any]] = {}
+        #: while a step is being captured: buffers are kept (the graph reads them), and the
+        #: parameters updated are noted (a replay counts their steps)
+        self._capturing: set[str] | None = None
+        #: the parameters the captured step updates, once captured
+        self._captured: list[str] | None = None
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
         """The new value of ``param`` (a tensor of the inner backend) from its gradient, and
@@ -53,6 +68,10 @@ class Optimizer:
             raise BurnError(f"{type(self).__name__}.step: expected the Gradients that "
                             f"backward() returned, got {type(grads).__name__}")
         rate = self.lr if lr is None else lr
+        if self._capturing is not None and rate != self.lr:
+            raise BurnError(f"{type(self).__name__}.step: a captured step replays with "
+                            f"opt.lr; set opt.lr = {rate} between calls instead of passing "
+                            f"lr= inside the step")
 
         def updated(name: str, p: Tensor) -> Tensor:
             if not p.requires_grad:
@@ -113,7 +132,74 @@ class Optimizer:
         """The step number of parameter ``name`` (1 at its first update)."""
         state = self.state.setdefault(name, {})
         state["step"] = state.get("step", 0) + 1
+        if self._capturing is not None:
+            self._capturing.add(name)
         return state["step"]
+
+    def step_numbers(self, lr: float, step: int) -> list[float]:
+        """The numbers of step ``step`` that ``capturable`` updates read from the device."""
+        raise NotImplementedError
+
+    def numbers(self, backend: Any, compute: dt.DType, lr: float, step: int) -> Any:
+        """The device buffer (a view on ``backend``) of ``step_numbers(lr, step)`` in
+        ``compute``: a fresh one when the numbers change, the same one while capturing."""
+        key = (id(backend), compute.name)
+        entry = self._numbers.get(key)
+        if self._capturing is None:
+            if self._captured is not None:
+                raise BurnError(f"{type(self).__name__}: this optimizer serves a captured "
+                                f"step, whose graph reads its buffers; step through the "
+                                f"CapturedStep, or use another optimizer")
+            if entry is None or entry[2:] != [step, lr]:
+                values = np.array(self.step_numbers(lr, step), compute.numpy)
+                entry = self._numbers[key] = [backend.from_numpy(values), backend, step, lr]
+            return entry[0]
+        if entry is None:
+            raise BurnError(f"{type(self).__name__}: a {compute.name} parameter took its "
+                            f"first step inside a captured step; run the step uncaptured "
+                            f"first (CapturedStep's warm-up does)")
+        if entry[2] not in (step, None):
+            raise BurnError(f"{type(self).__name__}: a captured step updates parameters at "
+                            f"different step counts ({entry[2]} and {step}), which one "
+                            f"buffer of numbers cannot serve; capture from a fresh optimizer")
+        entry[2:] = [step, lr]
+        return entry[0]
+
+    def begin_capture(self) -> None:
+        """Keep the buffers of numbers from here on (a graph being captured reads them)."""
+        if self._captured is not None:
+            # a second graph's warm-up would have replaced the buffers the first one reads
+            raise BurnError(f"{type(self).__name__}: this optimizer already serves a captured "
+                            f"step; give each CapturedStep its own optimizer")
+        self.capturable = True
+        self._capturing = set()
+        for entry in self._numbers.values():
+            entry[2] = None  # set again by the captured step's updates
+
+    def end_capture(self) -> None:
+        """Stop noting updates; ``replayed`` then stands for the captured step."""
+        self._captured = sorted(self._capturing or ())
+        self._capturing = None
+
+    def abort_capture(self) -> None:
+        """Undo ``begin_capture`` after a capture that failed: its updates never ran."""
+        for name in self._capturing or ():
+            self.state[name]["step"] -= 1
+        self._capturing = None
+
+    def replayed(self, write: Any, first: bool = False) -> None:
+        """Before a replay of the captured step: count a step for each parameter it updates
+        (not on the ``first`` replay, whose step the capture counted) and ``write(view,
+        values)`` the step's numbers into the buffers the graph reads."""
+        if not first:
+            for name in self._captured:
+                self.state[name]["step"] += 1
+            for entry in self._numbers.values():
+                if entry[2] is not None:
+                    entry[2] += 1
+        for view, _backend, step, _lr in self._numbers.values():
+            if step is not None:
+                write(view, np.array(self.step_numbers(self.lr, step), view.dtype.numpy))
 
 
 def clip_grad_norm(grads: Gradients, max_norm: float) -> tuple[Gradients, Tensor]:

@@ -6,6 +6,8 @@ Example:
 
 from __future__ import annotations
 
+from kernels.layout import register
+
 from ..backend.base import BurnError
 from ..tensor.tensor import Tensor
 from .optimizer import Optimizer
@@ -27,9 +29,14 @@ class SGD(Optimizer):
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
         state = self.state.setdefault(name, {})
         backend = param.backend
+        numbers = self.numbers(backend, register(param.dtype), lr, self.count(name)) \
+            if self.capturable else None
         new, buffer = backend.sgd_step(param.prim, grad.prim, state.get("momentum"), lr,
                                        self.momentum, self.dampening, self.weight_decay,
-                                       self.nesterov)
+                                       self.nesterov, numbers, self.capturable)
         if buffer is not None:
             state["momentum"] = buffer
         return Tensor(new, backend)
+
+    def step_numbers(self, lr: float, step: int) -> list[float]:
+        return [lr]

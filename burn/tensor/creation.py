@@ -20,7 +20,7 @@ import numpy as np
 from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 
-from ..backend import Backend, BurnError, backend_for, default_backend
+from ..backend import Backend, BurnError, backend_for, bounds, default_backend
 from .elementwise import Scalar, check_scalar
 from .tensor import Tensor, int_arg
 
@@ -152,7 +152,11 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     b = resolve_backend(backend)
     dtype = _dtype(dtype, op="arange")
     b.check_dtype(dtype, "arange")
-    return Tensor(b.arange(start, step, n, dtype), b)
+    result = Tensor(b.arange(start, step, n, dtype), b)
+    if n and not dtype.is_float:  # its bounds, so an index check reads nothing back
+        ends = (int(start), int(start + (n - 1) * step))
+        bounds.remember_range(getattr(result.prim, "storage", None), min(ends), max(ends))
+    return result
 
 
 def linspace(start: float, stop: float, steps: int, dtype: Any = None,

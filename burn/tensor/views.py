@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backend import bounds
 from ..backend.base import BurnError
 from .tensor import Tensor, int_arg, normalize_axes, normalize_axis, tensor_method
 
@@ -38,8 +39,14 @@ def _relayout(x: Tensor, offset: int, shape: Sequence[int], strides: Sequence[in
 
 @tensor_method
 def contiguous(x: Tensor) -> Tensor:
-    """``x`` itself when dense and in row-major order, else a contiguous copy."""
-    return x if x.prim.is_contiguous else Tensor(x.backend.copy(x.prim), x.backend)
+    """``x`` itself when dense and in row-major order, else a contiguous copy (which keeps
+    the bounds the host knows of integer values: index checks then read nothing back)."""
+    if x.prim.is_contiguous:
+        return x
+    copy = Tensor(x.backend.copy(x.prim), x.backend)
+    if not x.dtype.is_float:
+        bounds.inherit(copy.prim.storage, x.prim.storage)
+    return copy
 
 
 def _infer_shape(shape: tuple[int, ...], numel: int, op: str, old: tuple[int, ...]

@@ -1,5 +1,5 @@
-"""Training: ``Learner`` (the loop), metrics, checkpoints, early stopping and the terminal
-dashboard.
+"""Training: ``Learner`` (the loop), metrics, checkpoints, early stopping, the terminal
+dashboard, and ``CapturedStep`` (a step replayed as a CUDA graph).
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -14,11 +14,12 @@ Example:
     True
 """
 
+from .captured import CapturedStep
 from .checkpoint import Checkpointer
 from .dashboard import Dashboard
 from .learner import Learner
 from .metrics import Accuracy, Loss, MeanAbsoluteError, Metric
 from .stopping import EarlyStopping
 
-__all__ = ["Accuracy", "Checkpointer", "Dashboard", "EarlyStopping", "Learner", "Loss",
-           "MeanAbsoluteError", "Metric"]
+__all__ = ["Accuracy", "CapturedStep", "Checkpointer", "Dashboard", "EarlyStopping",
+           "Learner", "Loss", "MeanAbsoluteError", "Metric"]

@@ -15,6 +15,7 @@ from ..frontend import build_kernel
 from ..ir import Function, Type, print_function
 from ..lang.builtins import comptime_kind, is_comptime_annotation
 from ..passes import optimize
+from . import trace
 from .args import ArgSpec, classify, target_for
 from .checks import (
     check_comptime_values,
@@ -83,6 +84,8 @@ class Kernel:
         fast_entry = self._fast_entry
 
         def launch(*args: Any, **kwargs: Any) -> None:
+            if trace.active is not None:  # record_launches() is open
+                trace.record(self, grid, args, kwargs)
             try:
                 if grid3 is not None:  # a cached kernel on a plain grid: straight to its launcher
                     entry = fast_entry(args, kwargs)[1]

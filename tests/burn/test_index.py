@@ -236,9 +236,10 @@ def test_out_of_range_index(backend):
 
 
 def test_uploaded_indices_are_checked_without_a_device_read(backend, monkeypatch):
-    """Indices uploaded from NumPy carry their bounds: in range, they are not read back (on a
-    GPU that read waits for all the work queued); indices computed on the device, and bounds
-    that do not fit, are read and checked as before."""
+    """Indices uploaded from NumPy carry their bounds (and their copies, and an arange, its
+    ends): in range, they are not read back (on a GPU that read waits for all the work
+    queued, and a captured step cannot read at all); indices computed on the device, and
+    bounds that do not fit, are read and checked as before."""
     x = on(backend, np.arange(12, dtype="float32").reshape(3, 4))
     labels = burn.tensor(np.array([[3, 0], [1, 2], [0, 0]]), backend=backend)
     reads = []
@@ -250,6 +251,11 @@ def test_uploaded_indices_are_checked_without_a_device_read(backend, monkeypatch
     monkeypatch.setattr(type(backend), "index_range", counted)
     assert burn.gather(x, 1, labels).tolist() == [[3, 0], [5, 6], [8, 8]]
     assert burn.gather(x, 1, labels[1:]).tolist() == [[1, 2], [4, 4]]  # a view: same storage
+    assert reads == []
+    copied = labels.T.reshape(3, 2)  # a copy of a view keeps the bounds it copies
+    assert burn.gather(x, 1, copied).tolist() == [[3, 1], [4, 4], [10, 8]]
+    steps = burn.arange(3, -1, -1, dtype=burn.int64, backend=backend)[None, :]
+    assert burn.gather(x, 1, steps).tolist() == [[3, 2, 1, 0]]  # arange: its ends
     assert reads == []
     assert burn.gather(x, 1, labels * 1).tolist() == [[3, 0], [5, 6], [8, 8]]  # computed
     assert reads == [(3, 2)]

@@ -1,6 +1,6 @@
 """examples/train_transformer.py: a causal transformer (embeddings, encoder blocks with the
 fused attention, AdamW) trained on every backend present follows the NumPy reference, and
-learns to reverse sequences."""
+learns to reverse sequences; captured as CUDA graphs, it follows its eager training."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import burn
+from burn.backend.base import BurnError
+from burn.backend.cube.graphs import graph_support
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import train_transformer  # noqa: E402 - the example is the code under test
@@ -41,3 +44,17 @@ def test_the_transformer_learns_to_reverse():
     guesses 10 %)."""
     losses, accuracy = train_transformer.train(burn.NumPy(), steps=120, batch=32, **SMALL)
     assert losses[-1] < 0.1 * losses[0] and accuracy >= 0.9
+
+
+def test_captured_training_follows_eager_training(backend):
+    """Eight steps as a ``CapturedStep`` (three warm-up steps, the capture, four replays,
+    under the example's learning-rate schedule) give the eager steps' losses where CUDA
+    graphs exist; elsewhere ``captured=True`` is refused at the first step."""
+    settings = {**FOLLOW, "steps": 8}
+    if graph_support(backend) is not None:
+        with pytest.raises(BurnError, match="CUDA graphs need"):
+            train_transformer.train(backend, **settings, captured=True)
+        return
+    eager, _ = train_transformer.train(backend, **settings)
+    captured, _ = train_transformer.train(backend, **settings, captured=True)
+    np.testing.assert_allclose(captured, eager, rtol=1e-5)

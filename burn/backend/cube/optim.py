@@ -12,10 +12,14 @@ from .core import CubeCore
 class CubeOptim(CubeCore, OptimOps):
     def adam_step(self, p: View, g: View, m: View | None, v: View | None, lr: float,
                   betas: tuple[float, float], eps: float, weight_decay: float, step: int,
-                  decoupled: bool) -> tuple[View, View, View]:
-        return optim.adam(self.ctx, p, g, m, v, lr, betas, eps, weight_decay, step, decoupled)
+                  decoupled: bool, numbers: View | None = None, in_place: bool = False
+                  ) -> tuple[View, View, View]:
+        return optim.adam(self.ctx, p, g, m, v, lr, betas, eps, weight_decay, step, decoupled,
+                          numbers, in_place)
 
     def sgd_step(self, p: View, g: View, buf: View | None, lr: float, momentum: float,
-                 dampening: float, weight_decay: float, nesterov: bool
+                 dampening: float, weight_decay: float, nesterov: bool,
+                 numbers: View | None = None, in_place: bool = False
                  ) -> tuple[View, View | None]:
-        return optim.sgd(self.ctx, p, g, buf, lr, momentum, dampening, weight_decay, nesterov)
+        return optim.sgd(self.ctx, p, g, buf, lr, momentum, dampening, weight_decay, nesterov,
+                         numbers, in_place)

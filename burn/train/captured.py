@@ -1,0 +1,242 @@
+"""``CapturedStep``: a training step captured once as a CUDA graph and replayed.
+
+A step of a small model launches a hundred or more kernels, and each launch costs tens of
+microseconds of Python on the host (burn's layers, the kernel library, cubepy's launch), so
+such a step is bound by the host, not the GPU. Captured as a CUDA graph, the whole step is
+one call: the GPU runs the same kernels back to back.
+
+``CapturedStep(fn, optimizer)`` wraps ``fn(model, *inputs) -> (model, *outputs)`` (or just
+the model). Its first ``warmup`` calls run ``fn`` as it is (the kernels compile and tune);
+the last two are recorded, and must launch the same kernels with the same numbers, as a
+replay repeats them. The next call captures ``fn`` and replays it; later calls copy their
+inputs into the captured ones and replay. What that asks of ``fn``:
+
+- shapes and dtypes stay as they were captured (``DataLoader(..., drop_last=True)``), and an
+  optimizer serves one captured step;
+- nothing is read back to the host inside it (``item()``, ``numpy()``, printing a tensor);
+- the numbers its kernels take do not change between steps: the optimizers given are set
+  ``capturable`` (their learning rate and step count live in a device buffer: set
+  ``opt.lr`` between calls to follow a schedule), and a number that changes anyway (a random
+  seed, for dropout) is reported at the warm-up with the line that passed it;
+- the model is updated in place: the model returned is the one captured, every call, and
+  earlier models share its storage (``model.state_dict()`` keeps a copy).
+
+The outputs are copies, so keeping one (a loss) is safe across calls.
+
+Example:
+    >>> def train_step(model, x, y):
+    ...     loss = burn.nn.cross_entropy(model(x), y)
+    ...     return opt.step(model, loss.backward()), loss
+    >>> step = burn.train.CapturedStep(train_step, opt)  # doctest: +SKIP
+    >>> for x, y in batches:
+    ...     model, loss = step(model, x, y)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import kernels
+from cubepy.runtime.trace import LaunchRecord, first_difference, record_launches
+
+from ..autodiff import Autodiff
+from ..autodiff.graph import plain
+from ..backend.base import BurnError
+from ..backend.cube import graphs
+from ..nn.module import Module
+from ..optim.optimizer import Optimizer
+from ..tensor.tensor import Tensor
+
+# burn's and the kernel library's folders: a launch's origin is the user's line outside them
+_LIBRARIES = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+              os.path.dirname(os.path.abspath(kernels.__file__)))
+
+
+class CapturedStep:
+    """``fn(model, *inputs)`` run eagerly ``warmup`` times, then captured as a CUDA graph and
+    replayed (see the module docstring)."""
+
+    def __init__(self, fn: Callable[..., Any], optimizers: Optimizer | Sequence[Optimizer] = (),
+                 warmup: int = 3):
+        if warmup < 3:
+            raise BurnError(f"CapturedStep: warmup must be at least 3 (the first step compiles "
+                            f"and tunes kernels; the last two are compared), got {warmup}")
+        self.fn = fn
+        self.optimizers = [optimizers] if isinstance(optimizers, Optimizer) else \
+            list(optimizers)
+        self.warmup = warmup
+        self.calls = 0
+        self._records: list[list[LaunchRecord]] = []
+        self._graph: graphs.CudaGraph | None = None
+        self._model: Module | None = None
+        self._inputs: list[Tensor] = []
+        self._outputs: list[Tensor] = []
+        self._bare = False  # the step returns the model alone
+
+    def __call__(self, model: Module, *inputs: Tensor) -> Any:
+        """The step's result: ``(model, *outputs)`` (or the model, as ``fn`` returns it)."""
+        self.calls += 1
+        if self._graph is not None:
+            return self._replay(model, inputs)
+        backend = _graph_backend(model, inputs)
+        for optimizer in self.optimizers:
+            optimizer.capturable = True
+        if self.calls <= self.warmup:
+            return self._eager(model, inputs)
+        return self._capture(backend, model, inputs)
+
+    # ---- the warm-up ----
+
+    def _eager(self, model: Module, inputs: tuple) -> Any:
+        if self.calls < self.warmup - 1:  # the first calls compile and tune: not compared
+            return self.fn(model, *inputs)
+        with record_launches(_LIBRARIES) as launches:
+            result = self.fn(model, *inputs)
+        self._records = [*self._records[-1:], launches]
+        if len(self._records) == 2:
+            self._check_static(*self._records, "two warm-up steps")
+        return result
+
+    def _check_static(self, first: list[LaunchRecord], second: list[LaunchRecord],
+                      what: str) -> None:
+        difference = first_difference(first, second)
+        if difference is not None:
+            raise BurnError(
+                f"CapturedStep: {what} launched differently: {difference}. A captured "
+                f"step replays the numbers its kernels were captured with. Keep what "
+                f"changes in a tensor the step reads (an input), give CapturedStep the "
+                f"optimizers the step uses, or call the step without capturing it")
+
+    # ---- the capture ----
+
+    def _capture(self, backend: Any, model: Module, inputs: tuple) -> Any:
+        graph = graphs.CudaGraph(backend)
+
+        def body() -> Any:
+            result = self.fn(model, *inputs)
+            new_model, outputs = _split(result)
+            _copy_parameters(model, new_model, "the model the step returned")
+            return result, outputs
+
+        for optimizer in self.optimizers:
+            optimizer.begin_capture()
+        try:
+            with record_launches(_LIBRARIES) as launches:
+                result, outputs = graph.capture(body)
+            self._check_static(self._records[-1], launches,
+                               "the last warm-up step and the capture")
+        except BurnError:
+            self._abort()
+            raise
+        except Exception as err:  # torch's capture errors: say what a step cannot do
+            self._abort()
+            raise BurnError(f"CapturedStep: capturing the step failed ({type(err).__name__}: "
+                            f"{err}). Inside a captured step nothing may be read back to the "
+                            f"host (item(), numpy(), printing a tensor) and no tensor made "
+                            f"from host data") from err
+        for optimizer in self.optimizers:
+            optimizer.end_capture()
+        self._graph, self._model = graph, model
+        self._inputs, self._outputs = list(inputs), outputs
+        self._bare = isinstance(result, Module)
+        return self._run(first=True)
+
+    def _abort(self) -> None:
+        for optimizer in self.optimizers:
+            optimizer.abort_capture()
+
+    # ---- replays ----
+
+    def _replay(self, model: Module, inputs: tuple) -> Any:
+        assert self._model is not None
+        if model is not self._model:
+            _copy_parameters(self._model, model, "the model given")
+        if len(inputs) != len(self._inputs):
+            raise BurnError(f"CapturedStep: captured with {len(self._inputs)} inputs, called "
+                            f"with {len(inputs)}")
+        for index, (static, given) in enumerate(zip(self._inputs, inputs)):
+            if not isinstance(given, Tensor) or \
+                    (given.shape, given.dtype) != (static.shape, static.dtype):
+                raise BurnError(f"CapturedStep: input {index} was captured as "
+                                f"{static.dtype.name}{list(static.shape)}, got "
+                                f"{_described(given)}; keep the shapes of a captured step "
+                                f"(burn.data.DataLoader(..., drop_last=True) drops a shorter "
+                                f"last batch)")
+            target, source = _view(static), _view(given)
+            if not graphs.same_place(target, source):
+                graphs.copy(target, source)
+        return self._run(first=False)
+
+    def _run(self, first: bool) -> Any:
+        """Replay the graph (the captured step's first run, too) and return its result."""
+        assert self._graph is not None and self._model is not None
+        for optimizer in self.optimizers:
+            optimizer.replayed(graphs.write, first)
+        self._graph.replay()
+        if self._bare:
+            return self._model
+        outputs = [Tensor(graphs.clone(_view(out)), _inner_backend(out)).to(out.backend)
+                   for out in self._outputs]
+        return (self._model, *outputs)
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return f"{value.dtype.name}{list(value.shape)}"
+    return f"a {type(value).__name__}"
+
+
+def _split(result: Any) -> tuple[Module, list[Tensor]]:
+    """(model, outputs) of what the step returned, checked."""
+    if isinstance(result, Module):
+        return result, []
+    if isinstance(result, tuple) and result and isinstance(result[0], Module) and all(
+            isinstance(out, Tensor) for out in result[1:]):
+        return result[0], list(result[1:])
+    raise BurnError("CapturedStep: the step must return the model, or a tuple of the model "
+                    "and tensors (model, loss, ...)")
+
+
+def _view(tensor: Tensor) -> Any:
+    return plain(tensor.prim) if isinstance(tensor.backend, Autodiff) else tensor.prim
+
+
+def _inner_backend(tensor: Tensor) -> Any:
+    backend = tensor.backend
+    return backend.inner if isinstance(backend, Autodiff) else backend
+
+
+def _copy_parameters(target: Module, source: Module, what: str) -> None:
+    """Copy each parameter of ``source`` into ``target``'s where they are not the same
+    storage already (an optimizer step in place leaves nothing to copy)."""
+    ours, theirs = target.named_parameters(), source.named_parameters()
+    if [(n, p.shape, p.dtype) for n, p in ours] != [(n, p.shape, p.dtype) for n, p in theirs]:
+        raise BurnError(f"CapturedStep: {what} does not have the captured model's parameters "
+                        f"(paths, shapes and dtypes must match)")
+    for (_, mine), (_, given) in zip(ours, theirs):
+        target_view, source_view = _view(mine), _view(given)
+        if not graphs.same_place(target_view, source_view):
+            graphs.copy(target_view, source_view)
+
+
+def _graph_backend(model: Module, inputs: tuple) -> Any:
+    """The backend the step's graph would run on; a clear error where it cannot."""
+    if not isinstance(model, Module):
+        raise BurnError(f"CapturedStep: the step's first argument must be the model (a "
+                        f"burn.nn.Module), got {type(model).__name__}")
+    for index, value in enumerate(inputs):
+        if not isinstance(value, Tensor):
+            raise BurnError(f"CapturedStep: input {index} is a {type(value).__name__}; a "
+                            f"captured step takes tensors (a number would be replayed as it "
+                            f"was captured: bind it in the step function instead)")
+    params = model.named_parameters()
+    tensors = [p for _, p in params] + list(inputs)
+    if not tensors:
+        raise BurnError("CapturedStep: the model has no parameters and no inputs were given")
+    backend = _inner_backend(tensors[0])
+    reason = graphs.graph_support(backend)
+    if reason is not None:
+        raise BurnError(f"CapturedStep: {reason}")
+    return backend

@@ -1,0 +1,217 @@
+"""burn.train.CapturedStep and the capturable optimizers it relies on.
+
+- On every backend: an optimizer set ``capturable`` (updates in place, per-step numbers read
+  from a device buffer) follows the plain one step for step, a learning-rate change included,
+  and its steps launch the same numbers each time (what a replay needs), where the plain
+  one's do not.
+- ``CapturedStep`` on every backend: captured and replayed where CUDA graphs exist (the Cuda
+  backend on a GPU), where the steps must match the same steps run eagerly; elsewhere a clear
+  refusal at the first call.
+- On the GPU: a step whose launches change between warm-up steps is refused, naming its line;
+  a step that reads a value back to the host fails to capture with an error saying why.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import burn
+from burn import nn, optim
+from burn.backend.base import BurnError
+from burn.backend.cube.graphs import graph_support
+from cubepy.runtime.trace import first_difference, record_launches
+
+OPTIMIZERS = {
+    "adam": lambda: optim.Adam(lr=0.05, weight_decay=0.01),
+    "adamw": lambda: optim.AdamW(lr=0.05),
+    "sgd": lambda: optim.SGD(lr=0.1),
+    "sgd_nesterov": lambda: optim.SGD(lr=0.1, momentum=0.9, nesterov=True),
+}
+STEPS = 6
+
+
+class Mlp(nn.Module):
+    def __init__(self, backend, dtype=burn.float32):
+        generator = burn.Generator(3)
+        self.hidden = nn.Linear(8, 16, dtype=dtype, backend=backend, generator=generator)
+        self.out = nn.Linear(16, 4, dtype=dtype, backend=backend, generator=generator)
+
+    def forward(self, x):
+        return self.out(self.hidden(x).gelu())
+
+
+def batches(backend, dtype=burn.float32):
+    rng = np.random.default_rng(7)
+    return [burn.tensor(rng.normal(size=(5, 8)).astype(np.float32), backend=backend).to(dtype)
+            for _ in range(STEPS)]
+
+
+def train_step(optimizer):
+    def step(model, x):
+        loss = (model(x) * model(x)).mean()
+        return optimizer.step(model, loss.backward()), loss
+
+    return step
+
+
+def eager_run(backend, optimizer, capturable):
+    ad = burn.Autodiff(backend)
+    model, xs = Mlp(ad).require_grad(), batches(ad)
+    optimizer.capturable = capturable
+    step, losses = train_step(optimizer), []
+    for index, x in enumerate(xs):
+        if index == STEPS - 2:
+            optimizer.lr *= 0.5  # a schedule's change, between steps
+        model, loss = step(model, x)
+        losses.append(float(loss.numpy()))
+    return model, losses
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_capturable_optimizer_follows_the_plain_one(name, backend):
+    plain, plain_losses = eager_run(backend, OPTIMIZERS[name](), capturable=False)
+    optimizer = OPTIMIZERS[name]()
+    captured, losses = eager_run(backend, optimizer, capturable=True)
+    np.testing.assert_allclose(losses, plain_losses, rtol=1e-5)
+    for (path, p), (_, q) in zip(captured.named_parameters(), plain.named_parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-7, err_msg=path)
+    assert {k: v for k, v in optimizer.state_dict().items() if k.endswith("/step")} == \
+        {f"{path}/step": STEPS for path, _ in captured.named_parameters()}
+
+
+def test_capturable_updates_in_place(backend):
+    ad = burn.Autodiff(backend)
+    model, x = Mlp(ad).require_grad(), batches(ad)[0]
+    optimizer = optim.AdamW(lr=0.05)
+    optimizer.capturable = True
+    before = model
+    model, _ = train_step(optimizer)(model, x)
+    for (path, old), (_, new) in zip(before.named_parameters(), model.named_parameters()):
+        np.testing.assert_array_equal(old.numpy(), new.numpy(), err_msg=path)
+
+
+@pytest.mark.parametrize("capturable", [False, True])
+def test_launches_repeat_only_when_capturable(capturable, backend):
+    ad = burn.Autodiff(backend)
+    model, xs = Mlp(ad).require_grad(), batches(ad)
+    optimizer = optim.Adam(lr=0.05)
+    optimizer.capturable = capturable
+    step, records = train_step(optimizer), []
+    for x in xs[:3]:
+        with record_launches() as launches:
+            model, _ = step(model, x)
+        records.append(launches)
+    difference = first_difference(records[1], records[2])
+    if capturable:
+        assert difference is None
+    else:  # the bias corrections change with the step count
+        assert difference is not None and "adam_kernel" in difference
+        assert "step_size=" in difference
+
+
+def test_captured_step_matches_eager_steps(backend):
+    """The GPU test: six captured steps (three warm-up, the capture, two replays) against six
+    plain eager ones; elsewhere the refusal."""
+    reason = graph_support(backend)
+    ad = burn.Autodiff(backend)
+    model, xs = Mlp(ad).require_grad(), batches(ad)
+    optimizer = optim.AdamW(lr=0.05)
+    step = burn.train.CapturedStep(train_step(optimizer), optimizer)
+    if reason is not None:
+        with pytest.raises(BurnError, match="CUDA graphs need") as info:
+            step(model, xs[0])
+        assert reason in str(info.value)
+        return
+    plain, plain_losses = eager_run(backend, optim.AdamW(lr=0.05), capturable=False)
+    losses = []
+    for index, x in enumerate(xs):
+        if index == STEPS - 2:
+            optimizer.lr *= 0.5
+        model, loss = step(model, x)
+        losses.append(loss)
+    np.testing.assert_allclose([float(v.numpy()) for v in losses], plain_losses, rtol=1e-5)
+    for (path, p), (_, q) in zip(model.named_parameters(), plain.named_parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-7, err_msg=path)
+
+
+def test_captured_step_refuses_bad_calls():
+    ad = burn.Autodiff(burn.Cpu())
+    model = Mlp(ad).require_grad()
+    with pytest.raises(BurnError, match="warmup must be at least 3"):
+        burn.train.CapturedStep(lambda m: m, warmup=2)
+    step = burn.train.CapturedStep(lambda m, *xs: m)
+    with pytest.raises(BurnError, match="must be the model"):
+        step(np.zeros(3))
+    with pytest.raises(BurnError, match="input 0 is a float"):
+        step(model, 0.5)
+    with pytest.raises(BurnError, match="CUDA graphs need the Cuda backend; this step runs "
+                                        "on cpu"):
+        step(model, batches(ad)[0])
+
+
+def test_optimizer_refuses_a_learning_rate_passed_while_capturing():
+    ad = burn.Autodiff(burn.Cpu())
+    model, x = Mlp(ad).require_grad(), batches(ad)[0]
+    optimizer = optim.SGD(lr=0.1)
+    optimizer.capturable = True
+    model = optimizer.step(model, (model(x) * 1.0).sum().backward())
+    optimizer.begin_capture()
+    try:
+        with pytest.raises(BurnError, match=r"set opt.lr = 0.2 between calls"):
+            optimizer.step(model, (model(x) * 1.0).sum().backward(), lr=0.2)
+    finally:
+        optimizer.abort_capture()
+    assert optimizer.state_dict()["hidden.weight/step"] == 1
+
+
+@pytest.mark.gpu
+def test_captured_step_names_a_number_that_changes():
+    ad = burn.Autodiff(burn.Cuda())
+    model, xs = Mlp(ad).require_grad(), batches(ad)
+    optimizer = optim.SGD(lr=0.1)
+    calls = []
+
+    def step(model, x):
+        calls.append(1)
+        loss = (model(x) * float(len(calls))).mean()  # a number that changes every step
+        return optimizer.step(model, loss.backward()), loss
+
+    captured = burn.train.CapturedStep(step, optimizer)
+    with pytest.raises(BurnError, match=r"two warm-up steps launched differently: .*"
+                                        r"test_captured\.py:\d+"):
+        for x in xs:
+            model, _ = captured(model, x)
+
+
+@pytest.mark.gpu
+def test_captured_step_that_reads_the_host_fails_clearly():
+    ad = burn.Autodiff(burn.Cuda())
+    model, xs = Mlp(ad).require_grad(), batches(ad)
+    optimizer = optim.SGD(lr=0.1)
+
+    def step(model, x):
+        loss = (model(x) * model(x)).mean()
+        loss.numpy()  # a read back to the host: allowed eagerly, not in a graph
+        return optimizer.step(model, loss.backward()), loss
+
+    captured = burn.train.CapturedStep(step, optimizer)
+    with pytest.raises(BurnError, match="nothing may be read back to the host"):
+        for x in xs:
+            model, _ = captured(model, x)
+    assert optimizer.state_dict()["hidden.weight/step"] == 3  # the warm-up's; nothing lost
+
+
+def test_a_number_made_a_tensor_is_recorded(backend):
+    """``x * v`` makes ``v`` a tensor (uploaded once per value, then kept): a recording
+    notes each such number, so one that changes between steps shows."""
+    x = burn.tensor(np.ones(3, np.float32), backend=burn.Autodiff(backend))
+    records = []
+    for value in (2.0, 3.0, 3.0):
+        with record_launches() as launches:
+            (x * value).numpy()
+        records.append(launches)
+    difference = first_difference(records[0], records[1])
+    assert difference is not None and "(a number as a tensor, from " in difference
+    assert difference.endswith("passed value=2.0, then value=3.0")
+    assert first_difference(records[1], records[2]) is None
