@@ -160,13 +160,28 @@ def _window_matrix(size: int, out: int) -> np.ndarray:
     return matrix
 
 
+#: window matrices by (backend, size, out, dtype): a training step pools the same sizes at
+#: every step, and an upload each time would wait for the GPU (and cannot be captured)
+_WINDOWS: dict[tuple, Tensor] = {}
+
+
+def _window_tensor(inner: Backend, size: int, out: int, like: Tensor) -> Tensor:
+    key = (id(inner), size, out, like.dtype.name)
+    matrix = _WINDOWS.get(key)
+    if matrix is None or matrix.backend is not inner:
+        if len(_WINDOWS) >= 64:
+            _WINDOWS.clear()
+        matrix = _WINDOWS[key] = bt.from_numpy(
+            _window_matrix(size, out).astype(like.dtype.numpy), backend=inner)
+    return matrix
+
+
 def adaptive_avg_pool2d_rule(inner: Backend, x: Tensor) -> Rule:
     """The rule of adaptive average pooling: ``out = A_h @ x @ A_w^T`` per image."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
         h, w = x.shape[2:]
         oh, ow = grad.shape[2:]
-        rows = bt.from_numpy(_window_matrix(h, oh).astype(grad.dtype.numpy), backend=inner)
-        cols = bt.from_numpy(_window_matrix(w, ow).astype(grad.dtype.numpy), backend=inner)
+        rows, cols = _window_tensor(inner, h, oh, grad), _window_tensor(inner, w, ow, grad)
         return (_mT(rows) @ grad @ cols,)
 
     return rule

@@ -47,10 +47,14 @@ def remember_range(storage: Any, low: int, high: int) -> None:
 
 
 def inherit(target: Any, source: Any) -> None:
-    """``target`` (a copy of some of ``source``'s values) gets ``source``'s bounds, if known."""
+    """``target`` now holds (some of) ``source``'s values: it gets ``source``'s bounds, or
+    none when those are not known (storage written over, such as a captured step's inputs,
+    loses what it had)."""
     known = known_bounds(source)
     if known is not None:
         remember_range(target, *known)
+    else:
+        _BOUNDS.pop(id(target), None)
 
 
 def known_bounds(storage: Any) -> tuple[int, int] | None:

@@ -53,8 +53,10 @@ class Optimizer:
         #: while a step is being captured: buffers are kept (the graph reads them), and the
         #: parameters updated are noted (a replay counts their steps)
         self._capturing: set[str] | None = None
-        #: the parameters the captured step updates, once captured
+        #: the parameters the captured step updates, once captured, and how numbers are
+        #: written into the buffers its graph reads
         self._captured: list[str] | None = None
+        self._write: Any = None
 
     def update(self, name: str, param: Tensor, grad: Tensor, lr: float) -> Tensor:
         """The new value of ``param`` (a tensor of the inner backend) from its gradient, and
@@ -146,11 +148,14 @@ class Optimizer:
         key = (id(backend), compute.name)
         entry = self._numbers.get(key)
         if self._capturing is None:
-            if self._captured is not None:
-                raise BurnError(f"{type(self).__name__}: this optimizer serves a captured "
-                                f"step, whose graph reads its buffers; step through the "
-                                f"CapturedStep, or use another optimizer")
-            if entry is None or entry[2:] != [step, lr]:
+            if self._captured is not None and entry is not None:
+                # a graph reads this buffer: an eager step (a batch of another shape) writes
+                # its numbers into it, in stream order, rather than replacing it
+                if entry[2:] != [step, lr]:
+                    self._write(entry[0], np.array(self.step_numbers(lr, step),
+                                                   compute.numpy))
+                    entry[2:] = [step, lr]
+            elif entry is None or entry[2:] != [step, lr]:
                 values = np.array(self.step_numbers(lr, step), compute.numpy)
                 entry = self._numbers[key] = [backend.from_numpy(values), backend, step, lr]
             return entry[0]
@@ -170,16 +175,24 @@ class Optimizer:
         if self._captured is not None:
             # a second graph's warm-up would have replaced the buffers the first one reads
             raise BurnError(f"{type(self).__name__}: this optimizer already serves a captured "
-                            f"step; give each CapturedStep its own optimizer")
+                            f"step; give each CapturedStep its own optimizer (or "
+                            f"release_capture() the one no longer used)")
         self.capturable = True
         self._capturing = set()
         for entry in self._numbers.values():
             entry[2] = None  # set again by the captured step's updates
 
-    def end_capture(self) -> None:
-        """Stop noting updates; ``replayed`` then stands for the captured step."""
+    def end_capture(self, write: Any) -> None:
+        """Stop noting updates; ``replayed`` then stands for the captured step, and numbers
+        change by ``write(view, values)`` into the buffers the graph reads."""
         self._captured = sorted(self._capturing or ())
         self._capturing = None
+        self._write = write
+
+    def release_capture(self) -> None:
+        """Forget the captured step (its graph is no longer replayed): buffers of numbers
+        may be replaced again, and another step captured."""
+        self._captured = None
 
     def abort_capture(self) -> None:
         """Undo ``begin_capture`` after a capture that failed: its updates never ran."""

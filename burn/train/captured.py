@@ -11,8 +11,9 @@ the last two are recorded, and must launch the same kernels with the same number
 replay repeats them. The next call captures ``fn`` and replays it; later calls copy their
 inputs into the captured ones and replay. What that asks of ``fn``:
 
-- shapes and dtypes stay as they were captured (``DataLoader(..., drop_last=True)``), and an
-  optimizer serves one captured step;
+- shapes and dtypes stay as they were captured (``DataLoader(..., drop_last=True)``, or
+  run a batch of another shape through ``fn`` itself, as ``Learner(capture=True)`` does),
+  and an optimizer serves one captured step;
 - nothing is read back to the host inside it (``item()``, ``numpy()``, printing a tensor);
 - the numbers its kernels take do not change between steps: the optimizers given are set
   ``capturable`` (their learning rate and step count live in a device buffer: set
@@ -43,6 +44,7 @@ from cubepy.runtime.trace import LaunchRecord, first_difference, record_launches
 
 from ..autodiff import Autodiff
 from ..autodiff.graph import plain
+from ..backend import bounds
 from ..backend.base import BurnError
 from ..backend.cube import graphs
 from ..nn.module import Module
@@ -137,7 +139,7 @@ class CapturedStep:
                             f"host (item(), numpy(), printing a tensor) and no tensor made "
                             f"from host data") from err
         for optimizer in self.optimizers:
-            optimizer.end_capture()
+            optimizer.end_capture(graphs.write)
         self._graph, self._model = graph, model
         self._inputs, self._outputs = list(inputs), outputs
         self._bare = isinstance(result, Module)
@@ -152,6 +154,9 @@ class CapturedStep:
     def _replay(self, model: Module, inputs: tuple) -> Any:
         assert self._model is not None
         if model is not self._model:
+            if not isinstance(model, Module):
+                raise BurnError(f"CapturedStep: the step's first argument must be the model "
+                                f"(a burn.nn.Module), got {type(model).__name__}")
             _copy_parameters(self._model, model, "the model given")
         if len(inputs) != len(self._inputs):
             raise BurnError(f"CapturedStep: captured with {len(self._inputs)} inputs, called "
@@ -167,6 +172,8 @@ class CapturedStep:
             target, source = _view(static), _view(given)
             if not graphs.same_place(target, source):
                 graphs.copy(target, source)
+                if not given.dtype.is_float:  # eager index checks see the new values' bounds
+                    bounds.inherit(target.storage, source.storage)
         return self._run(first=False)
 
     def _run(self, first: bool) -> Any:

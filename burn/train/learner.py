@@ -35,6 +35,7 @@ from ..nn.module import Module
 from ..optim.optimizer import Optimizer, clip_grad_norm
 from ..optim.schedule import resolve
 from ..tensor.tensor import Tensor
+from .captured import CapturedStep
 from .checkpoint import Checkpointer, generator_states, restore_generators
 from .dashboard import Dashboard, Silent
 from .metrics import Loss, Metric
@@ -57,6 +58,10 @@ class Learner:
     - ``dashboard``: True (progress on standard error), False (silent) or a ``Dashboard``.
     - ``early_stopping``: a ``burn.train.EarlyStopping`` ending ``fit`` once its value stops
       improving (``stopped_early`` then says so).
+    - ``capture``: run the training steps as a ``burn.train.CapturedStep`` (three warm-up
+      steps, then one CUDA graph replayed; the Cuda backend on a GPU). Batches shaped as the
+      first replay it; others (a shorter last batch) run eagerly. One optimizer step per
+      batch (``accumulate=1``); the schedule's rate is set as ``optimizer.lr``.
 
     The model's parameters are trained on an ``Autodiff`` backend: the one they live on, or
     one wrapped around their backend (``Autodiff(Fusion(Cuda()))`` keeps its fusion).
@@ -68,7 +73,7 @@ class Learner:
                  accumulate: int = 1,
                  checkpoints: str | Path | Checkpointer | None = None,
                  dashboard: bool | Dashboard = True,
-                 early_stopping: EarlyStopping | None = None):
+                 early_stopping: EarlyStopping | None = None, capture: bool = False):
         if not isinstance(model, Module):
             raise BurnError(f"Learner: expected a burn.nn.Module to train, got "
                             f"{type(model).__name__}")
@@ -91,6 +96,9 @@ class Learner:
                             f"step), got {accumulate!r}")
         if clip_grad_norm is not None and not clip_grad_norm > 0:
             raise BurnError(f"Learner: clip_grad_norm must be > 0, got {clip_grad_norm}")
+        if capture and accumulate != 1:
+            raise BurnError(f"Learner: capture=True takes one optimizer step per batch; "
+                            f"accumulate={accumulate} needs capture=False")
         self.backend = _autodiff_backend(model)
         self.model = model.to(self.backend).require_grad()
         self.optimizer, self.loss = optimizer, loss
@@ -108,6 +116,9 @@ class Learner:
         self.history: list[dict[str, Any]] = []
         #: whether the last ``fit`` ended because ``early_stopping`` said so
         self.stopped_early = False
+        self.capture = capture
+        self._captured: CapturedStep | None = None
+        self._captured_shapes: list[tuple] | None = None  # of the batches the graph takes
 
     # ---- the loop ----
 
@@ -183,13 +194,16 @@ class Learner:
         pending, count = None, 0  # gradients summed since the last optimizer step
         for batch in batches:
             inputs, target = self._split(batch, self.backend)
-            output = self.model(*inputs)
-            loss = self._checked_loss(output, target)
-            grads = loss.backward()
-            pending, count = (grads if pending is None else pending + grads), count + 1
-            if count == self.accumulate:
-                self._step(pending, count)
-                pending, count = None, 0
+            if self.capture:
+                output, loss = self._captured_step(inputs, target)
+            else:
+                output = self.model(*inputs)
+                loss = self._checked_loss(output, target)
+                grads = loss.backward()
+                pending, count = (grads if pending is None else pending + grads), count + 1
+                if count == self.accumulate:
+                    self._step(pending, count)
+                    pending, count = None, 0
             output, target, loss = output.detach(), target.detach(), loss.detach()
             for metric in metrics:
                 metric.update(output, target, loss)
@@ -215,6 +229,30 @@ class Learner:
             grads, _ = clip_grad_norm(grads, self.clip)
         self.model = self.optimizer.step(self.model, grads, lr=self.schedule(self.step))
         self.step += 1
+
+    def _captured_step(self, inputs: list[Tensor], target: Tensor) -> tuple[Tensor, Tensor]:
+        """One training step through the captured graph (or eagerly, for a batch shaped
+        otherwise): (output, loss)."""
+        batch = [*inputs, target]
+        shapes = [(t.shape, t.dtype) for t in batch]
+        if self._captured is None:
+            self._captured = CapturedStep(self._train_step, self.optimizer)
+            self._captured_shapes = shapes
+        run = self._captured if shapes == self._captured_shapes else self._train_step
+        self.optimizer.lr = self.schedule(self.step)
+        self.model, output, loss = run(self.model, *batch)
+        self.step += 1
+        return output, loss
+
+    def _train_step(self, model: Module, *batch: Tensor) -> tuple[Module, Tensor, Tensor]:
+        """Forward, loss, backward (clipped) and update: what ``capture`` replays."""
+        *inputs, target = batch
+        output = model(*inputs)
+        loss = self._checked_loss(output, target)
+        grads = loss.backward()
+        if self.clip is not None:
+            grads, _ = clip_grad_norm(grads, self.clip)
+        return self.optimizer.step(model, grads), output.detach(), loss.detach()
 
     def _fresh_metrics(self) -> list[Metric]:
         # shallow copies: reset() gives each its own state, and the user's metric objects
@@ -250,6 +288,9 @@ class Learner:
             return
         model, state = self.checkpoints.load(self.model, self.optimizer)
         self.model = model.require_grad()
+        if self._captured is not None:  # new storage: the graph would read the old one
+            self.optimizer.release_capture()
+            self._captured = self._captured_shapes = None
         restore_generators(self.model, state.get("generators", {}))  # none before they were kept
         self.step, self.history = state["step"], state["history"]
         self.epochs_done = state["epoch"] + 1

@@ -21,6 +21,7 @@ from burn import nn, optim
 from burn.backend.base import BurnError
 from burn.backend.cube.graphs import graph_support
 from cubepy.runtime.trace import first_difference, record_launches
+from kernels.optim import adam_numbers
 
 OPTIMIZERS = {
     "adam": lambda: optim.Adam(lr=0.05, weight_decay=0.01),
@@ -215,3 +216,83 @@ def test_a_number_made_a_tensor_is_recorded(backend):
     assert difference is not None and "(a number as a tensor, from " in difference
     assert difference.endswith("passed value=2.0, then value=3.0")
     assert first_difference(records[1], records[2]) is None
+
+
+def test_optimizer_bookkeeping_around_a_capture():
+    """What ``CapturedStep`` asks of an optimizer, without a GPU: during the capture it keeps
+    its buffers of numbers and notes what it updates; before each replay it counts a step
+    and writes that step's numbers (learning rate as set then) into the same buffers, as an
+    eager step in between does; a second capture waits for ``release_capture``."""
+    ad = burn.Autodiff(burn.Cpu())
+    model, xs = Mlp(ad).require_grad(), batches(ad)
+    optimizer = optim.AdamW(lr=0.05)
+    optimizer.capturable = True
+    step = train_step(optimizer)
+    for x in xs[:2]:
+        model, _ = step(model, x)
+    optimizer.begin_capture()
+    buffers = [entry[0] for entry in optimizer._numbers.values()]
+    model, _ = step(model, xs[2])  # what a capture records (here it runs, on the CPU)
+    writes = []
+
+    def write(view, values):
+        writes.append((view, values))
+
+    optimizer.end_capture(write)
+    assert [entry[0] for entry in optimizer._numbers.values()] == buffers
+
+    optimizer.replayed(write, first=True)  # the capture counted this step already
+    optimizer.lr = 0.02
+    optimizer.replayed(write)
+    assert [view for view, _ in writes] == buffers * 2
+    np.testing.assert_allclose(writes[0][1], adam_numbers(0.05, (0.9, 0.999), 0.01, 3),
+                               rtol=1e-7)
+    np.testing.assert_allclose(writes[1][1], adam_numbers(0.02, (0.9, 0.999), 0.01, 4),
+                               rtol=1e-7)
+    assert {int(v) for k, v in optimizer.state_dict().items() if k.endswith("/step")} == {4}
+    model, _ = step(model, xs[3])  # an eager step (another shape, say) writes into them too
+    assert [view for view, _ in writes[2:]] == buffers
+    np.testing.assert_allclose(writes[2][1], adam_numbers(0.02, (0.9, 0.999), 0.01, 5),
+                               rtol=1e-7)
+    optimizer.replayed(write)
+    np.testing.assert_allclose(writes[3][1], adam_numbers(0.02, (0.9, 0.999), 0.01, 6),
+                               rtol=1e-7)
+    with pytest.raises(BurnError, match="already serves a captured step"):
+        optimizer.begin_capture()
+    optimizer.release_capture()
+    optimizer.begin_capture()  # another step may be captured now
+
+
+def learner_run(backend, capture):
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(72, 8)).astype(np.float32)
+    y = rng.normal(size=(72, 4)).astype(np.float32)
+    batches = [(x[i:i + 16], y[i:i + 16]) for i in range(0, 72, 16)]  # the last has 8
+    learner = burn.train.Learner(
+        Mlp(burn.Autodiff(backend)), optim.AdamW(lr=0.02), nn.mse_loss,
+        schedule=optim.CosineDecay(0.02, total_steps=15), clip_grad_norm=1.0,
+        dashboard=False, capture=capture)
+    return learner.fit(batches, epochs=3), learner
+
+
+def test_learner_captures_its_steps(backend):
+    """Three epochs of five batches (the last shorter, so run eagerly between replays),
+    with a schedule and clipping: the captured learner's losses and model are the eager
+    one's; where CUDA graphs do not exist, the first step says so."""
+    if graph_support(backend) is not None:
+        with pytest.raises(BurnError, match="CUDA graphs need"):
+            learner_run(backend, capture=True)
+        return
+    eager_model, eager = learner_run(backend, capture=False)
+    model, captured = learner_run(backend, capture=True)
+    np.testing.assert_allclose([r["train"]["loss"] for r in captured.history],
+                               [r["train"]["loss"] for r in eager.history], rtol=1e-5)
+    for (path, p), (_, q) in zip(model.named_parameters(), eager_model.named_parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-7, err_msg=path)
+    assert captured.optimizer.state_dict()["out.weight/step"] == 15
+
+
+def test_learner_capture_takes_one_step_per_batch():
+    with pytest.raises(BurnError, match="capture=True takes one optimizer step per batch"):
+        burn.train.Learner(Mlp(burn.Cpu()), optim.SGD(lr=0.1), nn.mse_loss, accumulate=2,
+                           capture=True)
