@@ -86,10 +86,11 @@ def test_capturable_updates_in_place(backend):
     model, x = Mlp(ad).require_grad(), batches(ad)[0]
     optimizer = optim.AdamW(lr=0.05)
     optimizer.capturable = True
-    before = model
+    before, start = model, model.state_dict()
     model, _ = train_step(optimizer)(model, x)
     for (path, old), (_, new) in zip(before.named_parameters(), model.named_parameters()):
-        np.testing.assert_array_equal(old.numpy(), new.numpy(), err_msg=path)
+        assert not np.array_equal(new.numpy(), start[path]), path  # the step moved it...
+        np.testing.assert_array_equal(old.numpy(), new.numpy(), err_msg=path)  # ...in place
 
 
 @pytest.mark.parametrize("capturable", [False, True])
