@@ -157,6 +157,22 @@ def matmul_shape_rows(backend: burn.Backend, shapes: list[tuple[int, int, int]],
     return rows
 
 
+def kernel_events(fn: Callable[[], object], calls: int, warmup: int = 1) -> list:
+    """torch.profiler's averaged events of the GPU work of ``calls`` calls of ``fn`` (after
+    ``warmup`` calls): kernels and copies, each with its ``self_device_time_total`` (µs)
+    and ``count``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    return [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
+
+
 def profile_host(fn: Callable[[], object], calls: int = 2000) -> None:
     """Where the host time of ``calls`` calls goes: cProfile's top functions by own time."""
     import cProfile

@@ -12,25 +12,17 @@ import sys
 from pathlib import Path
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from burn_gpu_bench import from_torch  # noqa: E402
+from burn_gpu_bench import from_torch, kernel_events  # noqa: E402
 
 import burn  # noqa: E402
 
 
 def kernel_us(label: str, fn, calls: int = 10) -> None:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
+    events = kernel_events(fn, calls, warmup=3)
     parts = ", ".join(f"{e.key[:28]} {e.self_device_time_total / calls:.1f} us"
                       for e in sorted(events, key=lambda e: -e.self_device_time_total))
     total = sum(e.self_device_time_total for e in events) / calls

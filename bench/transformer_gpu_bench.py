@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from burn_gpu_bench import from_torch, profile_host  # noqa: E402
+from burn_gpu_bench import from_torch, kernel_events, profile_host  # noqa: E402
 
 import burn  # noqa: E402
 
@@ -50,16 +50,8 @@ def step_seconds(step: Callable[[], None], warmup: int = 5, steps: int = 15) -> 
 
 def kernel_ms(step: Callable[[], None], steps: int = 5) -> tuple[float, float]:
     """(GPU kernel milliseconds, kernels) per step, from torch.profiler's CUDA activity."""
-    from torch.profiler import ProfilerActivity, profile
-
-    step()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            step()
-        torch.cuda.synchronize()
-    events = [e for e in prof.key_averages() if e.device_time_total]
-    total = sum(e.device_time_total for e in events)
+    events = kernel_events(step, steps)
+    total = sum(e.self_device_time_total for e in events)
     return total / 1e3 / steps, sum(e.count for e in events) / steps
 
 

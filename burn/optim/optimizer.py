@@ -47,8 +47,8 @@ class Optimizer:
         self._backends: dict[str, Any] = {}
         #: update in place, reading the per-step numbers from device buffers (see above)
         self.capturable = False
-        #: (inner backend, compute dtype name) -> the buffer of per-step numbers, the backend
-        #: and the step count and learning rate its numbers are for
+        #: (inner backend, compute dtype name) -> [the buffer of per-step numbers, the step
+        #: count and learning rate its numbers are for]
         self._numbers: dict[tuple[int, str], list[Any]] = {}
         #: while a step is being captured: buffers are kept (the graph reads them), and the
         #: parameters updated are noted (a replay counts their steps)
@@ -151,23 +151,23 @@ class Optimizer:
             if self._captured is not None and entry is not None:
                 # a graph reads this buffer: an eager step (a batch of another shape) writes
                 # its numbers into it, in stream order, rather than replacing it
-                if entry[2:] != [step, lr]:
+                if entry[1:] != [step, lr]:
                     self._write(entry[0], np.array(self.step_numbers(lr, step),
                                                    compute.numpy))
-                    entry[2:] = [step, lr]
-            elif entry is None or entry[2:] != [step, lr]:
+                    entry[1:] = [step, lr]
+            elif entry is None or entry[1:] != [step, lr]:
                 values = np.array(self.step_numbers(lr, step), compute.numpy)
-                entry = self._numbers[key] = [backend.from_numpy(values), backend, step, lr]
+                entry = self._numbers[key] = [backend.from_numpy(values), step, lr]
             return entry[0]
         if entry is None:
             raise BurnError(f"{type(self).__name__}: a {compute.name} parameter took its "
                             f"first step inside a captured step; run the step uncaptured "
                             f"first (CapturedStep's warm-up does)")
-        if entry[2] not in (step, None):
+        if entry[1] not in (step, None):
             raise BurnError(f"{type(self).__name__}: a captured step updates parameters at "
-                            f"different step counts ({entry[2]} and {step}), which one "
+                            f"different step counts ({entry[1]} and {step}), which one "
                             f"buffer of numbers cannot serve; capture from a fresh optimizer")
-        entry[2:] = [step, lr]
+        entry[1:] = [step, lr]
         return entry[0]
 
     def begin_capture(self) -> None:
@@ -180,7 +180,7 @@ class Optimizer:
         self.capturable = True
         self._capturing = set()
         for entry in self._numbers.values():
-            entry[2] = None  # set again by the captured step's updates
+            entry[1] = None  # set again by the captured step's updates
 
     def end_capture(self, write: Any) -> None:
         """Stop noting updates; ``replayed`` then stands for the captured step, and numbers
@@ -208,9 +208,9 @@ class Optimizer:
             for name in self._captured:
                 self.state[name]["step"] += 1
             for entry in self._numbers.values():
-                if entry[2] is not None:
-                    entry[2] += 1
-        for view, _backend, step, _lr in self._numbers.values():
+                if entry[1] is not None:
+                    entry[1] += 1
+        for view, step, _lr in self._numbers.values():
             if step is not None:
                 write(view, np.array(self.step_numbers(self.lr, step), view.dtype.numpy))
 
