@@ -1,6 +1,8 @@
 """A transformer block's training step in burn against the same step in torch, on the H200.
 
-One pre-norm ``TransformerEncoderLayer`` (GELU, no dropout, causal self-attention), bf16
+One pre-norm ``TransformerEncoderLayer`` (GELU, causal self-attention, no dropout unless
+``--dropout P``: burn drops the attention output and the feed-forward's activations and
+output; torch also drops the attention weights, inside its fused attention), bf16
 parameters and activations, ``AdamW``; the step is forward, ``mean(y ** 2)``, backward and
 the optimizer's update. burn: ``burn.nn.TransformerEncoderLayer`` on ``Autodiff(Cuda())``
 (its attention is the fused flash kernels, forward and backward); torch:
@@ -9,7 +11,7 @@ the optimizer's update. burn: ``burn.nn.TransformerEncoderLayer`` on ``Autodiff(
 medians of steps after that, each synchronized (wall clock, host included).
 
     source .whl/gpu-env.sh && python3 bench/transformer_gpu_bench.py [--cases "16,512,512,8;..."]
-        [--fusion] [--captured] [--gpu-time] [--profile]
+        [--fusion] [--captured] [--dropout P] [--gpu-time] [--profile]
 """
 
 from __future__ import annotations
@@ -56,13 +58,14 @@ def kernel_ms(step: Callable[[], None], steps: int = 5) -> tuple[float, float]:
 
 
 def burn_step(b: int, s: int, d: int, heads: int, fusion: bool = False,
-              captured: bool = False) -> Callable[[], None]:
+              captured: bool = False, dropout: float = 0.0) -> Callable[[], None]:
     """A closure running one burn training step (it keeps the model between calls), on
     ``Autodiff(Fusion(Cuda()))`` with ``fusion``, as a ``burn.train.CapturedStep`` (one CUDA
     graph after three warm-up steps) with ``captured``."""
     ad = burn.Autodiff(burn.Fusion(burn.Cuda()) if fusion else burn.Cuda())
-    layer = burn.nn.TransformerEncoderLayer(d, heads, 4 * d, dtype=burn.bfloat16,
-                                            backend="cuda", generator=burn.Generator(0))
+    layer = burn.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=dropout,
+                                            dtype=burn.bfloat16, backend="cuda",
+                                            generator=burn.Generator(0))
     state = {"model": layer.to(ad).require_grad()}
     optimizer = burn.optim.AdamW(lr=1e-4)
     x = from_torch(torch.randn(b, s, d, device="cuda", dtype=torch.bfloat16), ad)
@@ -80,8 +83,9 @@ def burn_step(b: int, s: int, d: int, heads: int, fusion: bool = False,
     return step
 
 
-def torch_step(b: int, s: int, d: int, heads: int) -> Callable[[], None]:
-    layer = torch.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu",
+def torch_step(b: int, s: int, d: int, heads: int, dropout: float = 0.0
+               ) -> Callable[[], None]:
+    layer = torch.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=dropout, activation="gelu",
                                              batch_first=True, norm_first=True, device="cuda",
                                              dtype=torch.bfloat16)
     optimizer = torch.optim.AdamW(layer.parameters(), lr=1e-4)
@@ -107,6 +111,8 @@ def main() -> None:
                         help="also each step's GPU kernel time and kernel count (profiler)")
     parser.add_argument("--captured", action="store_true",
                         help="burn's step as a burn.train.CapturedStep (a CUDA graph)")
+    parser.add_argument("--dropout", type=float, default=0.0,
+                        help="the layers' dropout probability (both in training mode)")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile 20 burn steps of the first case, then exit")
     args = parser.parse_args()
@@ -123,14 +129,16 @@ def main() -> None:
         return
     for case in cases:
         start = time.perf_counter()
-        ours_step = burn_step(*case, fusion=args.fusion, captured=args.captured)
+        ours_step = burn_step(*case, fusion=args.fusion, captured=args.captured,
+                              dropout=args.dropout)
         ours_step()
         torch.cuda.synchronize()
         first = time.perf_counter() - start
-        their_step = torch_step(*case)
+        their_step = torch_step(*case, dropout=args.dropout)
         ours, theirs = step_seconds(ours_step), step_seconds(their_step)
         b, s, d, heads = case
         row = {"case": f"B={b} S={s} d={d} heads={heads}", "captured": args.captured,
+               "dropout": args.dropout,
                "first_step_s": round(first, 2),
                "step_ms": (round(ours * 1e3, 2), round(theirs * 1e3, 2)),
                "ratio": round(theirs / ours, 3)}

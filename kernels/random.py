@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,15 +63,32 @@ EXP2_M53 = 2.0**-53
 
 @dataclass(frozen=True)
 class Stream:
-    """Where a launch draws from: a 64-bit key (the seed) and its first 64-bit counter."""
+    """Where a launch draws from: a 64-bit key (the seed) and its first 64-bit counter.
+
+    With a ``state`` (a uint32 view of four words: the key's low and high word, a base
+    counter's low and high word), the kernels read the key and the base counter from device
+    memory, ``counter`` counts from that base, and ``seed`` is not used: a launch then takes
+    the same numbers at every training step, and a replayed CUDA graph draws new values when
+    the host rewrites the state (``burn.train.CapturedStep``).
+    """
 
     seed: int
     counter: int
+    state: Any = field(default=None, compare=False)
 
     def key_words(self) -> tuple[np.uint32, np.uint32, np.uint32]:
-        """The key as two uint32 words plus Threefry's third schedule word."""
+        """The key as two uint32 words plus Threefry's third schedule word (zeros with a
+        ``state``: the kernel reads the key there)."""
+        if self.state is not None:
+            return np.uint32(0), np.uint32(0), np.uint32(0)
         k0, k1 = self.seed & MASK32, (self.seed >> 32) & MASK32
         return np.uint32(k0), np.uint32(k1), np.uint32(k0 ^ k1 ^ PARITY)
+
+    def absolute(self, words: np.ndarray) -> Stream:
+        """The stream without a state, given the state's four words as read back."""
+        k0, k1, base_lo, base_hi = (int(w) for w in words)
+        base = base_lo | (base_hi << 32)
+        return Stream(k0 | (k1 << 32), (base + self.counter) & MASK64)
 
     def counter_words(self, skip: int) -> tuple[np.uint32, np.uint32]:
         """The counter ``skip`` past the first, as (low, high) uint32 words."""
@@ -144,6 +162,21 @@ def random_words(idx, start_lo, start_hi, k0, k1, k2):
 
 
 @cube.func
+def stream_start(state, k0, k1, k2, lo, hi, STATE):
+    # with a state, the key and a base counter come from device memory, and the counter the
+    # host passed (lo, hi) counts from that base: a 64-bit addition with the carry by hand
+    if STATE:
+        k0 = cube.load(state)
+        k1 = cube.load(state + 1)
+        k2 = k0 ^ k1 ^ PARITY
+        base_lo = cube.load(state + 2)
+        start_lo = wrap32(base_lo + lo)
+        hi = wrap32(cube.load(state + 3) + hi + (start_lo < base_lo).to(cube.uint32))
+        lo = start_lo
+    return k0, k1, k2, lo, hi
+
+
+@cube.func
 def unit_float32(w):
     # [0, 1) on a grid of 2**-24: every value exact in float32
     return (w >> 8).to(cube.float32) * EXP2_M24
@@ -168,21 +201,25 @@ def unit(w0, w1, CT):
 
 
 @cube.kernel
-def uniform_kernel(out, n, k0, k1, k2, lo0, hi0, low, span, top, CT: cube.Comptime[object],
-                   DT: cube.Comptime[object], BLOCK: cube.Comptime[int]):
+def uniform_kernel(out, n, state, k0, k1, k2, lo0, hi0, low, span, top,
+                   CT: cube.Comptime[object], DT: cube.Comptime[object],
+                   STATE: cube.Comptime[bool], BLOCK: cube.Comptime[int]):
     idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    k0, k1, k2, lo0, hi0 = stream_start(state, k0, k1, k2, lo0, hi0, STATE)
     w0, w1 = random_words(idx, lo0, hi0, k0, k1, k2)
     v = cube.minimum(low + unit(w0, w1, CT) * span, top)
     cube.store(out + idx, v.to(DT), mask=idx < n)
 
 
 @cube.kernel
-def normal_kernel(out, n, k0, k1, k2, lo0, hi0, lo1, hi1, mean, std,
+def normal_kernel(out, n, state, k0, k1, k2, lo0, hi0, lo1, hi1, mean, std,
                   CT: cube.Comptime[object], DT: cube.Comptime[object],
-                  BLOCK: cube.Comptime[int]):
+                  STATE: cube.Comptime[bool], BLOCK: cube.Comptime[int]):
     # Box-Muller with u1 = 1 - v in (0, 1]: log1p(-v) keeps its relative accuracy when u1 is
     # near 1 (a plain log there has only absolute accuracy on some GPUs: WGSL allows 2**-21).
     idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    _, _, _, lo1, hi1 = stream_start(state, k0, k1, k2, lo1, hi1, STATE)
+    k0, k1, k2, lo0, hi0 = stream_start(state, k0, k1, k2, lo0, hi0, STATE)
     w0, w1 = random_words(idx, lo0, hi0, k0, k1, k2)
     if CT == cube.float64:
         v0, v1 = random_words(idx, lo1, hi1, k0, k1, k2)
@@ -196,9 +233,11 @@ def normal_kernel(out, n, k0, k1, k2, lo0, hi0, lo1, hi1, mean, std,
 
 
 @cube.kernel
-def randint_kernel(out, n, k0, k1, k2, lo0, hi0, low, span, FULL: cube.Comptime[bool],
-                   DT: cube.Comptime[object], BLOCK: cube.Comptime[int]):
+def randint_kernel(out, n, state, k0, k1, k2, lo0, hi0, low, span, FULL: cube.Comptime[bool],
+                   DT: cube.Comptime[object], STATE: cube.Comptime[bool],
+                   BLOCK: cube.Comptime[int]):
     idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    k0, k1, k2, lo0, hi0 = stream_start(state, k0, k1, k2, lo0, hi0, STATE)
     w0, w1 = random_words(idx, lo0, hi0, k0, k1, k2)
     if DT == cube.int64:
         bits = ((w0 >> 1).to(cube.int64) << 32) | w1.to(cube.int64)  # 63 bits, non-negative
@@ -214,10 +253,12 @@ def randint_kernel(out, n, k0, k1, k2, lo0, hi0, low, span, FULL: cube.Comptime[
 
 
 @cube.kernel
-def bernoulli_kernel(p, po, ps0, ps1, ps2, ps3, out, oo, n, d1, d2, d3, k0, k1, k2, lo0, hi0,
-                     CT: cube.Comptime[object], DT: cube.Comptime[object],
-                     RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+def bernoulli_kernel(p, po, ps0, ps1, ps2, ps3, out, oo, n, d1, d2, d3, state, k0, k1, k2,
+                     lo0, hi0, CT: cube.Comptime[object], DT: cube.Comptime[object],
+                     RANK: cube.Comptime[int], STATE: cube.Comptime[bool],
+                     BLOCK: cube.Comptime[int]):
     idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    k0, k1, k2, lo0, hi0 = stream_start(state, k0, k1, k2, lo0, hi0, STATE)
     m = idx < n
     prob = cube.load(p + po + element_offset(idx, RANK, d1, d2, d3, ps0, ps1, ps2, ps3), mask=m,
                      other=0).to(CT)
@@ -230,10 +271,12 @@ def bernoulli_kernel(p, po, ps0, ps1, ps2, ps3, out, oo, n, d1, d2, d3, k0, k1, 
 
 
 @cube.kernel
-def dropout_kernel(x, xo, xs0, xs1, xs2, xs3, out, oo, n, d1, d2, d3, k0, k1, k2, lo0, hi0,
-                   threshold, scale, CT: cube.Comptime[object], DT: cube.Comptime[object],
-                   RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+def dropout_kernel(x, xo, xs0, xs1, xs2, xs3, out, oo, n, d1, d2, d3, state, k0, k1, k2, lo0,
+                   hi0, threshold, scale, CT: cube.Comptime[object], DT: cube.Comptime[object],
+                   RANK: cube.Comptime[int], STATE: cube.Comptime[bool],
+                   BLOCK: cube.Comptime[int]):
     idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    k0, k1, k2, lo0, hi0 = stream_start(state, k0, k1, k2, lo0, hi0, STATE)
     m = idx < n
     v = cube.load(x + xo + element_offset(idx, RANK, d1, d2, d3, xs0, xs1, xs2, xs3), mask=m,
                   other=0).to(CT)
@@ -255,15 +298,38 @@ def _grid(n: int, block: int) -> tuple[int]:
     return (cube.cdiv(n, block),)
 
 
+def _state(stream: Stream, out: View) -> tuple[Any]:
+    """The ``state`` argument: the stream's state words, or ``out`` where there are none (a
+    pointer the kernel then never reads)."""
+    if stream.state is None:
+        return (out.storage,)
+    problem = state_problem(stream.state)
+    if problem is not None:
+        raise ValueError(problem)
+    return (stream.state.storage,)
+
+
+def state_problem(state: Any) -> str | None:
+    """What is wrong with ``state`` as a stream's device state (None when nothing is)."""
+    if not isinstance(state, View):
+        return f"a random stream's state must be a device buffer, got {type(state).__name__}"
+    if state.dtype != cube.uint32 or state.shape != (4,) or state.strides != (1,) or \
+            state.offset != 0:
+        return (f"a random stream's state must be a buffer of its own holding 4 uint32 "
+                f"words, got {state.dtype.name}{list(state.shape)} at offset {state.offset}")
+    return None
+
+
 def uniform(ctx: Context, shape: Sequence[int], low: float, high: float, dtype: DType,
             stream: Stream) -> View:
     """Uniform floats in ``[low, high)`` (``low < high``) of float ``dtype``."""
     out = ctx.new(shape, dtype)
     n, block, ct = out.numel, _block(ctx), register(dtype)
     uniform_kernel[_grid(n, block)](
-        out.storage, n, *stream.key_words(), *stream.counter_words(0), scalar(low, ct),
-        scalar(high - low, ct), scalar(largest_below(high, dtype), ct), CT=ct, DT=dtype,
-        BLOCK=block, target=ctx.target)
+        out.storage, n, *_state(stream, out), *stream.key_words(), *stream.counter_words(0),
+        scalar(low, ct), scalar(high - low, ct), scalar(largest_below(high, dtype), ct), CT=ct,
+        DT=dtype,
+        STATE=stream.state is not None, BLOCK=block, target=ctx.target)
     return out
 
 
@@ -273,9 +339,9 @@ def normal(ctx: Context, shape: Sequence[int], mean: float, std: float, dtype: D
     out = ctx.new(shape, dtype)
     n, block, ct = out.numel, _block(ctx), register(dtype)
     normal_kernel[_grid(n, block)](
-        out.storage, n, *stream.key_words(), *stream.counter_words(0),
+        out.storage, n, *_state(stream, out), *stream.key_words(), *stream.counter_words(0),
         *stream.counter_words(n), scalar(mean, ct), scalar(std, ct), CT=ct, DT=dtype,
-        BLOCK=block, target=ctx.target)
+        STATE=stream.state is not None, BLOCK=block, target=ctx.target)
     return out
 
 
@@ -292,8 +358,9 @@ def randint(ctx: Context, shape: Sequence[int], low: int, high: int, dtype: DTyp
         full = span == 2**32
         low_arg, span_arg = np.uint32(low & MASK32), np.uint32(span & MASK32)
     randint_kernel[_grid(n, block)](
-        out.storage, n, *stream.key_words(), *stream.counter_words(0), low_arg, span_arg,
-        FULL=full, DT=dtype, BLOCK=block, target=ctx.target)
+        out.storage, n, *_state(stream, out), *stream.key_words(), *stream.counter_words(0),
+        low_arg, span_arg, FULL=full, DT=dtype, STATE=stream.state is not None, BLOCK=block,
+        target=ctx.target)
     return out
 
 
@@ -304,8 +371,9 @@ def bernoulli(ctx: Context, p: View, dtype: DType, stream: Stream) -> View:
     for part in launch_plan(p.shape, [p]):
         bernoulli_kernel[_grid(part.numel, block)](
             p.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
-            *stream.key_words(), *stream.counter_words(part.out_offset), CT=ct, DT=dtype,
-            RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            *_state(stream, out), *stream.key_words(), *stream.counter_words(part.out_offset),
+            CT=ct, DT=dtype, RANK=part.layout.rank, STATE=stream.state is not None,
+            BLOCK=block, target=ctx.target)
     return out
 
 
@@ -318,7 +386,7 @@ def dropout(ctx: Context, x: View, p: float, stream: Stream) -> View:
     for part in launch_plan(x.shape, [x]):
         dropout_kernel[_grid(part.numel, block)](
             x.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
-            *stream.key_words(), *stream.counter_words(part.out_offset),
+            *_state(stream, out), *stream.key_words(), *stream.counter_words(part.out_offset),
             np.uint32(dropout_threshold(p)), scale, CT=ct, DT=x.dtype, RANK=part.layout.rank,
-            BLOCK=block, target=ctx.target)
+            STATE=stream.state is not None, BLOCK=block, target=ctx.target)
     return out

@@ -32,7 +32,7 @@ import numpy as np
 
 from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
-from kernels.random import MASK64, Stream, draws_per_element, register
+from kernels.random import MASK32, MASK64, Stream, draws_per_element, register, state_problem
 
 from ..backend import Backend, BurnError
 from .creation import _dtype as as_dtype  # the dtype-argument parser every creation op uses
@@ -69,6 +69,8 @@ class Generator:
 
     def __init__(self, seed: int = DEFAULT_SEED, offset: int = 0):
         self._lock = threading.Lock()
+        #: between begin_step and end_step: the device state drawn from, and the offset then
+        self._step: tuple[Any, int] | None = None
         self.manual_seed(seed)
         self._offset = _as_int(offset, "Generator", "offset") & MASK64
 
@@ -116,9 +118,52 @@ class Generator:
     def take(self, count: int) -> Stream:
         """The stream of the next ``count`` counters, which are then used up."""
         with self._lock:
-            stream = Stream(self._seed, self._offset)
+            if self._step is None:
+                stream = Stream(self._seed, self._offset)
+            else:
+                state, start = self._step
+                stream = Stream(self._seed, (self._offset - start) & MASK64, state)
             self._offset = (self._offset + count) & MASK64
         return stream
+
+    def state_words(self) -> np.ndarray:
+        """The seed and the offset as four uint32 words (low word first), as the kernels
+        read a stream's device ``state`` (``kernels.random.Stream``)."""
+        with self._lock:
+            seed, offset = self._seed, self._offset
+        return np.array([seed & MASK32, seed >> 32, offset & MASK32, offset >> 32], np.uint32)
+
+    def begin_step(self, state: Any) -> None:
+        """Draw from the device buffer ``state`` until ``end_step``: kernels read the seed
+        and a base offset there, and count from it, so a step's launches take the same
+        numbers whatever the offset. ``state`` must hold ``state_words()`` (as of this
+        call) for the draws to be the usual ones; a CUDA graph of the step then draws anew
+        at each replay once the host writes the words of that replay into ``state``.
+
+        Example:
+            >>> g = burn.Generator(3); state = burn.from_numpy(g.state_words()).prim
+            >>> g.begin_step(state); a = burn.rand(4, generator=g); g.end_step()
+            4
+            >>> bool((a == burn.rand(4, generator=burn.Generator(3))).all())
+            True
+        """
+        problem = state_problem(state)
+        if problem is not None:
+            raise BurnError(f"Generator.begin_step: {problem}")
+        with self._lock:
+            if self._step is not None:
+                raise BurnError("Generator.begin_step: this generator already draws from a "
+                                "step's state; call end_step() first")
+            self._step = (state, self._offset)
+
+    def end_step(self) -> int:
+        """Draw as usual again; returns how many counters the step used."""
+        with self._lock:
+            if self._step is None:
+                raise BurnError("Generator.end_step: begin_step() was not called")
+            _, start = self._step
+            self._step = None
+            return (self._offset - start) & MASK64
 
     def __repr__(self) -> str:
         return f"Generator(seed={self._seed}, offset={self._offset})"

@@ -8,8 +8,9 @@ one call: the GPU runs the same kernels back to back.
 ``CapturedStep(fn, optimizer)`` wraps ``fn(model, *inputs) -> (model, *outputs)`` (or just
 the model). Its first ``warmup`` calls run ``fn`` as it is (the kernels compile and tune);
 the last two are recorded, and must launch the same kernels with the same numbers, as a
-replay repeats them. The next call captures ``fn`` and replays it; later calls copy their
-inputs into the captured ones and replay. What that asks of ``fn``:
+replay repeats them. The next call captures ``fn`` on copies of its inputs and replays it;
+later calls copy their inputs into those copies and replay (the caller's tensors are never
+written). What that asks of ``fn``:
 
 - shapes and dtypes stay as they were captured (``DataLoader(..., drop_last=True)``, or
   run a batch of another shape through ``fn`` itself, as ``Learner(capture=True)`` does),
@@ -17,8 +18,13 @@ inputs into the captured ones and replay. What that asks of ``fn``:
 - nothing is read back to the host inside it (``item()``, ``numpy()``, printing a tensor);
 - the numbers its kernels take do not change between steps: the optimizers given are set
   ``capturable`` (their learning rate and step count live in a device buffer: set
-  ``opt.lr`` between calls to follow a schedule), and a number that changes anyway (a random
-  seed, for dropout) is reported at the warm-up with the line that passed it;
+  ``opt.lr`` between calls to follow a schedule), and a number that changes anyway is
+  reported at the warm-up with the line that passed it;
+- random draws (``Dropout``, ``burn.rand``) come from the global generator or a module's
+  ``generator``: inside the step these read their seed and offset from a device buffer,
+  which the host rewrites before each replay, so every replay draws anew, the draws an
+  uncaptured step would make (``Generator.begin_step``); another generator must be
+  given as ``generators=``;
 - the model is updated in place: the model returned is the one captured, every call, and
   earlier models share its storage (``model.state_dict()`` keeps a copy).
 
@@ -35,9 +41,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+
+import numpy as np
 
 import kernels
 from cubepy.runtime.trace import LaunchRecord, first_difference, record_launches
@@ -47,8 +56,10 @@ from ..autodiff.graph import plain
 from ..backend import bounds
 from ..backend.base import BurnError
 from ..backend.cube import graphs
+from ..fusion import Fusion
 from ..nn.module import Module
 from ..optim.optimizer import Optimizer
+from ..tensor.random import Generator, default_generator
 from ..tensor.tensor import Tensor
 
 # burn's and the kernel library's folders: a launch's origin is the user's line outside them
@@ -61,7 +72,7 @@ class CapturedStep:
     replayed (see the module docstring)."""
 
     def __init__(self, fn: Callable[..., Any], optimizers: Optimizer | Sequence[Optimizer] = (),
-                 warmup: int = 3):
+                 warmup: int = 3, generators: Sequence[Generator] = ()):
         if warmup < 3:
             raise BurnError(f"CapturedStep: warmup must be at least 3 (the first step compiles "
                             f"and tunes kernels; the last two are compared), got {warmup}")
@@ -69,6 +80,8 @@ class CapturedStep:
         self.optimizers = [optimizers] if isinstance(optimizers, Optimizer) else \
             list(optimizers)
         self.warmup = warmup
+        self.generators = list(generators)
+        self._draws: StepDraws | None = None
         self.calls = 0
         self._records: list[list[LaunchRecord]] = []
         self._graph: graphs.CudaGraph | None = None
@@ -85,6 +98,8 @@ class CapturedStep:
         backend = _graph_backend(model, inputs)
         for optimizer in self.optimizers:
             optimizer.capturable = True
+        if self._draws is None:
+            self._draws = StepDraws(backend, _generators(model, self.generators), graphs.write)
         if self.calls <= self.warmup:
             return self._eager(model, inputs)
         return self._capture(backend, model, inputs)
@@ -92,9 +107,11 @@ class CapturedStep:
     # ---- the warm-up ----
 
     def _eager(self, model: Module, inputs: tuple) -> Any:
+        assert self._draws is not None
         if self.calls < self.warmup - 1:  # the first calls compile and tune: not compared
-            return self.fn(model, *inputs)
-        with record_launches(_LIBRARIES) as launches:
+            with self._draws.step():
+                return self.fn(model, *inputs)
+        with record_launches(_LIBRARIES) as launches, self._draws.step():
             result = self.fn(model, *inputs)
         self._records = [*self._records[-1:], launches]
         if len(self._records) == 2:
@@ -115,17 +132,23 @@ class CapturedStep:
 
     def _capture(self, backend: Any, model: Module, inputs: tuple) -> Any:
         graph = graphs.CudaGraph(backend)
+        # the graph reads its inputs from copies that replays then overwrite; the caller's
+        # tensors stay as they are
+        inputs = tuple(_copied(tensor, graphs.clone_layout) for tensor in inputs)
 
         def body() -> Any:
             result = self.fn(model, *inputs)
             new_model, outputs = _split(result)
             _copy_parameters(model, new_model, "the model the step returned")
+            for output in outputs:  # Fusion's pending values are computed in the graph
+                _view(output)
             return result, outputs
 
+        assert self._draws is not None
         for optimizer in self.optimizers:
             optimizer.begin_capture()
         try:
-            with record_launches(_LIBRARIES) as launches:
+            with record_launches(_LIBRARIES) as launches, self._draws.step(captured=True):
                 result, outputs = graph.capture(body)
             self._check_static(self._records[-1], launches,
                                "the last warm-up step and the capture")
@@ -179,14 +202,14 @@ class CapturedStep:
     def _run(self, first: bool) -> Any:
         """Replay the graph (the captured step's first run, too) and return its result."""
         assert self._graph is not None and self._model is not None
+        assert self._draws is not None
         for optimizer in self.optimizers:
             optimizer.replayed(graphs.write, first)
+        self._draws.replayed()
         self._graph.replay()
         if self._bare:
             return self._model
-        outputs = [Tensor(graphs.clone(_view(out)), _inner_backend(out)).to(out.backend)
-                   for out in self._outputs]
-        return (self._model, *outputs)
+        return (self._model, *(_copied(out, graphs.clone) for out in self._outputs))
 
 
 def _described(value: Any) -> str:
@@ -206,8 +229,21 @@ def _split(result: Any) -> tuple[Module, list[Tensor]]:
                     "and tensors (model, loss, ...)")
 
 
+def _copied(tensor: Tensor, clone: Callable[[Any], Any]) -> Tensor:
+    """A copy of ``tensor`` in storage of its own, made by ``clone`` (integer values keep
+    their bounds)."""
+    view = _view(tensor)
+    copy = clone(view)
+    if not tensor.dtype.is_float:
+        bounds.inherit(copy.storage, view.storage)
+    return Tensor(copy, _inner_backend(tensor)).to(tensor.backend)
+
+
 def _view(tensor: Tensor) -> Any:
-    return plain(tensor.prim) if isinstance(tensor.backend, Autodiff) else tensor.prim
+    """The tensor's view over real storage (a ``Fusion`` value pending is computed)."""
+    view = plain(tensor.prim) if isinstance(tensor.backend, Autodiff) else tensor.prim
+    backend = _inner_backend(tensor)
+    return backend.realized(view) if isinstance(backend, Fusion) else view
 
 
 def _inner_backend(tensor: Tensor) -> Any:
@@ -243,7 +279,71 @@ def _graph_backend(model: Module, inputs: tuple) -> Any:
     if not tensors:
         raise BurnError("CapturedStep: the model has no parameters and no inputs were given")
     backend = _inner_backend(tensors[0])
+    if isinstance(backend, Fusion):  # its fused kernels are captured as the others are
+        backend = backend.inner
     reason = graphs.graph_support(backend)
     if reason is not None:
         raise BurnError(f"CapturedStep: {reason}")
     return backend
+
+
+def _generators(model: Module, given: Sequence[Generator]) -> list[Generator]:
+    """The generators a step may draw from: the global one, each module's ``generator`` (as
+    ``Dropout(generator=...)`` holds), and those given; each once."""
+    found = [default_generator(), *given]
+    for _, module in model.named_modules():
+        generator = getattr(module, "generator", None)
+        if isinstance(generator, Generator):
+            found.append(generator)
+    unique: list[Generator] = []
+    for generator in found:
+        if not isinstance(generator, Generator):
+            raise BurnError(f"CapturedStep: generators must be burn.Generator objects, got "
+                            f"{type(generator).__name__}")
+        if all(generator is not seen for seen in unique):
+            unique.append(generator)
+    return unique
+
+
+class StepDraws:
+    """The device state each generator draws from inside the step (``begin_step``), and
+    how many counters a step uses, so that each replay draws the next ones. ``write(view,
+    values)`` copies host words into a state in stream order (``graphs.write``)."""
+
+    def __init__(self, backend: Any, generators: list[Generator],
+                 write: Callable[[Any, np.ndarray], None]):
+        self.generators = generators
+        self.states = [backend.from_numpy(g.state_words()) for g in generators]
+        self.write = write
+        #: counters each generator used in the last step (the captured one, once captured)
+        self.counts: list[int] | None = None
+
+    @contextlib.contextmanager
+    def step(self, captured: bool = False) -> Iterator[None]:
+        """Run a step (eager, or the capture: its draws are made by the first replay, so
+        the generators go back to where they were) drawing from the states."""
+        starts = [g.get_state() for g in self.generators]
+        for generator, state in zip(self.generators, self.states):
+            self.write(state, generator.state_words())
+            generator.begin_step(state)
+        try:
+            yield
+        finally:
+            counts = [g.end_step() for g in self.generators]
+            if captured:
+                for generator, start in zip(self.generators, starts):
+                    generator.set_state(start)
+        if self.counts is not None and counts != self.counts:
+            raise BurnError(f"CapturedStep: the step drew {sum(counts)} random numbers, the "
+                            f"one before it {sum(self.counts)}; a captured step must draw "
+                            f"the same numbers every step")
+        self.counts = counts
+
+    def replayed(self) -> None:
+        """Before a replay: write each generator's seed and offset into its state, and move
+        it past the counters the step uses."""
+        assert self.counts is not None
+        for generator, state, count in zip(self.generators, self.states, self.counts):
+            self.write(state, generator.state_words())
+            seed, offset = generator.get_state()
+            generator.set_state((seed, offset + count))

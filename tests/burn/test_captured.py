@@ -7,6 +7,8 @@
 - ``CapturedStep`` on every backend: captured and replayed where CUDA graphs exist (the Cuda
   backend on a GPU), where the steps must match the same steps run eagerly; elsewhere a clear
   refusal at the first call.
+- Dropout in a captured step draws as the eager steps do; the bookkeeping of its generators
+  (``StepDraws``) on the CPU.
 - On the GPU: a step whose launches change between warm-up steps is refused, naming its line;
   a step that reads a value back to the host fails to capture with an error saying why.
 """
@@ -20,6 +22,7 @@ import burn
 from burn import nn, optim
 from burn.backend.base import BurnError
 from burn.backend.cube.graphs import graph_support
+from burn.train.captured import StepDraws
 from cubepy.runtime.trace import first_difference, record_launches
 from kernels.optim import adam_numbers
 
@@ -40,6 +43,24 @@ class Mlp(nn.Module):
 
     def forward(self, x):
         return self.out(self.hidden(x).gelu())
+
+
+class DropoutMlp(Mlp):
+    """Dropout from the global generator and from a module's own generator."""
+
+    def __init__(self, backend):
+        super().__init__(backend)
+        self.drop = nn.Dropout(0.25)
+        self.drop_own = nn.Dropout(0.5, generator=burn.Generator(9))
+
+    def forward(self, x):
+        return self.out(self.drop_own(self.drop(self.hidden(x)).gelu()))
+
+
+def capture_refusal(backend):
+    """Why a step on ``backend`` cannot be captured (None when it can): ``Fusion`` is
+    captured where the backend it wraps is."""
+    return graph_support(backend.inner if isinstance(backend, burn.Fusion) else backend)
 
 
 def batches(backend, dtype=burn.float32):
@@ -112,10 +133,14 @@ def test_launches_repeat_only_when_capturable(capturable, backend):
         assert "step_size=" in difference
 
 
-def test_captured_step_matches_eager_steps(backend):
+@pytest.mark.parametrize("fusion", [False, True], ids=["plain", "fusion"])
+def test_captured_step_matches_eager_steps(backend, fusion):
     """The GPU test: six captured steps (three warm-up, the capture, two replays) against six
-    plain eager ones; elsewhere the refusal."""
-    reason = graph_support(backend)
+    plain eager ones, also under ``Fusion`` (its fused kernels are captured too); elsewhere
+    the refusal."""
+    reason = capture_refusal(backend)
+    if fusion and not isinstance(backend, burn.Fusion):
+        backend = burn.Fusion(backend)
     ad = burn.Autodiff(backend)
     model, xs = Mlp(ad).require_grad(), batches(ad)
     optimizer = optim.AdamW(lr=0.05)
@@ -135,6 +160,93 @@ def test_captured_step_matches_eager_steps(backend):
     np.testing.assert_allclose([float(v.numpy()) for v in losses], plain_losses, rtol=1e-5)
     for (path, p), (_, q) in zip(model.named_parameters(), plain.named_parameters()):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-7, err_msg=path)
+
+
+def test_captured_step_with_dropout_draws_as_eager_steps(backend):
+    """Dropout inside a captured step: each replay draws new masks (from the global
+    generator and a module's own), the masks the eager steps draw, so losses and parameters
+    match; both generators end where the eager run leaves them."""
+    reason = capture_refusal(backend)
+    ad = burn.Autodiff(backend)
+    optimizer = optim.SGD(lr=0.1)
+    step = burn.train.CapturedStep(train_step(optimizer), optimizer)
+    burn.manual_seed(5)
+    model, xs = DropoutMlp(ad).require_grad(), batches(ad)
+    if reason is not None:
+        with pytest.raises(BurnError, match="CUDA graphs need"):
+            step(model, xs[0])
+        return
+    given = [x.numpy() for x in xs]
+    losses = [float(step(model, x)[1].numpy()) for x in xs]
+    for x, values in zip(xs, given):  # replays copy into the graph's own inputs
+        np.testing.assert_array_equal(x.numpy(), values)
+    captured_states = burn.default_generator().get_state(), model.drop_own.generator.get_state()
+    burn.manual_seed(5)
+    plain, plain_step = DropoutMlp(ad).require_grad(), train_step(optim.SGD(lr=0.1))
+    plain_losses = []
+    for x in xs:
+        plain, loss = plain_step(plain, x)
+        plain_losses.append(float(loss.numpy()))
+    assert captured_states == (burn.default_generator().get_state(),
+                               plain.drop_own.generator.get_state())
+    np.testing.assert_allclose(losses, plain_losses, rtol=1e-5)
+    assert len(set(losses)) == len(losses)  # new masks each step
+    for (path, p), (_, q) in zip(model.named_parameters(), plain.named_parameters()):
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-7, err_msg=path)
+
+
+def test_captured_step_takes_inputs_of_any_layout(backend):
+    """Transposed inputs (the graph keeps their layout, so the capture launches as the
+    warm-up did): the captured losses are the eager ones, and the inputs are not written."""
+    reason = capture_refusal(backend)
+    ad = burn.Autodiff(backend)
+    xs = [x.T.contiguous().T for x in batches(ad)]  # columns of (8, 5) tensors
+    assert not any(x.prim.is_contiguous for x in xs)
+    given = [x.numpy() for x in xs]
+    optimizer = optim.SGD(lr=0.1)
+    step = burn.train.CapturedStep(train_step(optimizer), optimizer)
+    model = Mlp(ad).require_grad()
+    if reason is not None:
+        with pytest.raises(BurnError, match="CUDA graphs need"):
+            step(model, xs[0])
+        return
+    losses = [float(step(model, x)[1].numpy()) for x in xs]
+    plain, plain_step, plain_losses = Mlp(ad).require_grad(), train_step(optim.SGD(lr=0.1)), []
+    for x, values in zip(xs, given):
+        np.testing.assert_array_equal(x.numpy(), values)
+        plain, loss = plain_step(plain, x)
+        plain_losses.append(float(loss.numpy()))
+    np.testing.assert_allclose(losses, plain_losses, rtol=1e-5)
+
+
+def test_step_draws_bookkeeping():
+    """What a captured step does with its generators, on the CPU: each step draws from the
+    state words written before it; the capture draws nothing (the first replay makes its
+    draws), a replay writes its words and moves the generator on; a step drawing a
+    different count is refused."""
+    backend = burn.Cpu()
+    generator = burn.Generator(4, 100)
+    writes = []
+
+    def write(view, values):
+        view.storage[:4] = values
+        writes.append(values.tolist())
+
+    draws = StepDraws(backend, [generator], write)
+    with draws.step():
+        eager = burn.rand(10, backend=backend, generator=generator).numpy()
+    np.testing.assert_array_equal(
+        eager, burn.rand(10, backend=backend, generator=burn.Generator(4, 100)).numpy())
+    assert writes == [[4, 0, 100, 0]] and generator.offset == 110
+    with draws.step(captured=True):
+        burn.rand(10, backend=backend, generator=generator)
+    assert writes[-1] == [4, 0, 110, 0] and generator.offset == 110
+    draws.replayed()
+    draws.replayed()
+    assert writes[-2:] == [[4, 0, 110, 0], [4, 0, 120, 0]] and generator.offset == 130
+    with pytest.raises(BurnError, match="drew 11 random numbers, the one before it 10"):
+        with draws.step():
+            burn.rand(11, backend=backend, generator=generator)
 
 
 def test_captured_step_refuses_bad_calls():
@@ -280,7 +392,7 @@ def test_learner_captures_its_steps(backend):
     """Three epochs of five batches (the last shorter, so run eagerly between replays),
     with a schedule and clipping: the captured learner's losses and model are the eager
     one's; where CUDA graphs do not exist, the first step says so."""
-    if graph_support(backend) is not None:
+    if capture_refusal(backend) is not None:
         with pytest.raises(BurnError, match="CUDA graphs need"):
             learner_run(backend, capture=True)
         return

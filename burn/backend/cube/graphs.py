@@ -90,6 +90,14 @@ def clone(view: View) -> View:
     return View(tensor.reshape(-1), 0, tuple(view.shape), tuple(tensor.stride()), view.dtype)
 
 
+def clone_layout(view: View) -> View:
+    """A copy of ``view`` that kernels see laid out as ``view`` (offset, strides): a clone
+    of the dense ``view`` alone, else of its whole storage."""
+    if view.offset == 0 and view.is_contiguous:
+        return clone(view)
+    return View(view.storage.clone(), view.offset, view.shape, view.strides, view.dtype)
+
+
 def same_place(a: View, b: View) -> bool:
     """Whether two views read the same elements of the same storage."""
     return (a.storage.data_ptr() == b.storage.data_ptr() and a.offset == b.offset

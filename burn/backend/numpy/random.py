@@ -77,8 +77,13 @@ def unit_float64(w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
 
 
 class NumpyRandom(NumpyCore, RandomOps):
+    def _absolute(self, stream: Stream) -> Stream:
+        """``stream`` with a device state read back (the kernels read it on the device)."""
+        return stream if stream.state is None else stream.absolute(self.array(stream.state))
+
     def random_uniform(self, shape: Sequence[int], low: float, high: float, dtype: DType,
                        stream: Stream) -> View:
+        stream = self._absolute(stream)
         n = int(np.prod(shape, dtype=np.int64))
         w0, w1 = random_words(stream, n)
         ct = register(dtype).numpy.type
@@ -88,6 +93,7 @@ class NumpyRandom(NumpyCore, RandomOps):
 
     def random_normal(self, shape: Sequence[int], mean: float, std: float, dtype: DType,
                       stream: Stream) -> View:
+        stream = self._absolute(stream)
         n = int(np.prod(shape, dtype=np.int64))
         w0, w1 = random_words(stream, n)
         ct = register(dtype).numpy.type
@@ -101,6 +107,7 @@ class NumpyRandom(NumpyCore, RandomOps):
 
     def random_randint(self, shape: Sequence[int], low: int, high: int, dtype: DType,
                        stream: Stream) -> View:
+        stream = self._absolute(stream)
         n = int(np.prod(shape, dtype=np.int64))
         w0, w1 = random_words(stream, n)
         span = high - low
@@ -113,6 +120,7 @@ class NumpyRandom(NumpyCore, RandomOps):
         return self.result(v.reshape(shape), dtype)
 
     def random_bernoulli(self, p: View, dtype: DType, stream: Stream) -> View:
+        stream = self._absolute(stream)
         ct = register(p.dtype).numpy.type
         prob = self.array(p).astype(ct).reshape(-1)
         w0, _ = random_words(stream, prob.size)
@@ -120,6 +128,7 @@ class NumpyRandom(NumpyCore, RandomOps):
         return self.result((u < prob).reshape(p.shape), dtype)
 
     def random_dropout(self, x: View, p: float, stream: Stream) -> View:
+        stream = self._absolute(stream)
         ct = register(x.dtype).numpy.type
         values = self.array(x).astype(ct).reshape(-1)
         w0, _ = random_words(stream, values.size)
