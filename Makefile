@@ -82,27 +82,40 @@ vulkan-drivers:
 demo: $(DEMO_STAMP) runtime-dir $(if $(findstring wgsl,$(TARGET)),vulkan-drivers)
 	$(PY) examples/demo.py --target '$(TARGET)'
 
-# ruff runs first so that pytest's summary is the last line of the output; all three always
+# ruff runs first so that pytest's summary is the last line of the output; all four always
 # run and the first failure's exit code is kept (pytest's 5, "no tests ran", is a failure).
-# In the cubepy suite every new triton specialization is also compiled ahead of time for sm_90
-# and gfx942, so the GPU code paths are checked on every run without a GPU; burn's op suite
-# (the same kernels' library, hundreds of specializations) runs them on the interpreter only.
-# The cubepy suite, which checks the compiler, builds cpu kernels at cubepy's default level
-# (CUBEPY_CPU_OPT=2), as users run them. burn's op suite checks what ~600 cpu kernels compute
-# and builds them unoptimized (CUBEPY_CPU_OPT=0, and NUMBA_OPT=0 for Numba's code generator:
-# 6 instead of 11 minutes on 2 cores), in caches of its own so that no optimized process ever
-# loads its binaries. Unoptimized code keeps Numba's "dynamic globals" (addresses in the
+# In the cubepy suites every new triton specialization is also compiled ahead of time for
+# sm_90 and gfx942, so the GPU code paths are checked on every run without a GPU; burn's op
+# suite (the same kernels' library, hundreds of specializations) runs them on the
+# interpreter only.
+# The cpu kernels users run are built at cubepy's default level (CUBEPY_CPU_OPT=2): the
+# examples, flash attention, the cpu target's own tests, the autotuner's, and the
+# conformance files whose results LLVM's optimizer could change (integer wraparound and
+# shifts, bit casts, float edge cases and rounding: OPTIMIZED_CONFORMANCE).
+# The rest of the conformance suite (what each builtin computes on every target) and burn's
+# op suite (what ~600 library kernels compute) build theirs unoptimized (CUBEPY_CPU_OPT=0,
+# and NUMBA_OPT=0 for Numba's code generator): the cpu target's compiles are most of the
+# suite's time, and unoptimized they take a third less (BENCHMARKS.md, "Cold compiles and
+# the time of make test"). They use caches of their own so that no optimized process loads
+# their binaries. Unoptimized code keeps Numba's "dynamic globals" (addresses in the
 # process), so Numba warns that it cannot cache such kernels and cubepy gives them no native
 # image: both expected here, the warning silenced.
 # Tests run on every core (xdist).
-BURN_TEST_ENV := CUBEPY_CPU_OPT=0 NUMBA_OPT=0 NUMBA_CACHE_DIR=$(CACHE)/numba-opt0 CUBEPY_CACHE_DIR=$(CACHE)/cubepy-opt0
-BURN_TEST_WARNINGS := -W "ignore:Cannot cache compiled function:numba.core.errors.NumbaWarning"
+OPTIMIZED_CONFORMANCE := $(addprefix tests/conformance/,test_bitcast.py test_math_edges.py \
+    test_float_semantics.py test_rounded_division.py test_products_and_xor.py)
+UNOPTIMIZED_CONFORMANCE := $(filter-out $(OPTIMIZED_CONFORMANCE),$(sort $(wildcard tests/conformance/test_*.py)))
+AOT_ENV := CUBEPY_TRITON_AOT=cuda:90,hip:gfx942
+UNOPTIMIZED_ENV := CUBEPY_CPU_OPT=0 NUMBA_OPT=0 NUMBA_CACHE_DIR=$(CACHE)/numba-opt0 CUBEPY_CACHE_DIR=$(CACHE)/cubepy-opt0
+UNOPTIMIZED_WARNINGS := -W "ignore:Cannot cache compiled function:numba.core.errors.NumbaWarning"
+PYTEST := $(PY) -m pytest -q -ra -n auto --durations=15
 test: $(DEV_STAMP) vulkan-drivers runtime-dir
 	@status=0; \
 	$(VENV)/bin/ruff check . || status=$$?; \
-	CUBEPY_TRITON_AOT=cuda:90,hip:gfx942 $(PY) -m pytest -q -ra -n auto --durations=15 \
-	    --ignore=tests/burn || { rc=$$?; [ $$status != 0 ] || status=$$rc; }; \
-	$(BURN_TEST_ENV) $(PY) -m pytest -q -ra -n auto --durations=15 $(BURN_TEST_WARNINGS) tests/burn \
+	$(AOT_ENV) $(PYTEST) --ignore=tests/burn $(addprefix --ignore=,$(UNOPTIMIZED_CONFORMANCE)) \
+	    || { rc=$$?; [ $$status != 0 ] || status=$$rc; }; \
+	$(AOT_ENV) $(UNOPTIMIZED_ENV) $(PYTEST) $(UNOPTIMIZED_WARNINGS) $(UNOPTIMIZED_CONFORMANCE) \
+	    || { rc=$$?; [ $$status != 0 ] || status=$$rc; }; \
+	$(UNOPTIMIZED_ENV) $(PYTEST) $(UNOPTIMIZED_WARNINGS) tests/burn \
 	    || { rc=$$?; [ $$status != 0 ] || status=$$rc; }; \
 	exit $$status
 
