@@ -73,7 +73,9 @@ def _check_index_range(op: str, index: Tensor, size: int, axis: int,
     """``BurnError`` unless every value of ``index`` is in ``[0, size)``."""
     if index.numel() == 0:
         return
-    known = bounds.known_bounds(getattr(index.prim, "storage", None))
+    storage = getattr(index.prim, "storage", None)
+    bounds.index_limit(storage, size)
+    known = bounds.known_bounds(storage)
     if known is not None and known[0] >= 0 and known[1] < size:  # no device read needed
         return
     lo, hi = index.backend.index_range(index.prim)

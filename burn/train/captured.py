@@ -28,7 +28,10 @@ written). What that asks of ``fn``:
 - the model is updated in place: the model returned is the one captured, every call, and
   earlier models share its storage (``model.state_dict()`` keeps a copy).
 
-The outputs are copies, so keeping one (a loss) is safe across calls.
+The outputs are copies, so keeping one (a loss) is safe across calls. A replay runs no index
+check of its own: an integer input the step indexes with (labels for ``cross_entropy``) is
+checked before each replay against the axes the capture saw it index, from the bounds known
+at its upload (else read from the device).
 
 Example:
     >>> def train_step(model, x, y):
@@ -88,6 +91,8 @@ class CapturedStep:
         self._model: Module | None = None
         self._inputs: list[Tensor] = []
         self._outputs: list[Tensor] = []
+        #: input position -> the size of the smallest axis its values index in the step
+        self._limits: dict[int, int] = {}
         self._bare = False  # the step returns the model alone
 
     def __call__(self, model: Module, *inputs: Tensor) -> Any:
@@ -148,7 +153,8 @@ class CapturedStep:
         for optimizer in self.optimizers:
             optimizer.begin_capture()
         try:
-            with record_launches(_LIBRARIES) as launches, self._draws.step(captured=True):
+            with record_launches(_LIBRARIES) as launches, self._draws.step(captured=True), \
+                    bounds.recording_limits() as limits:
                 result, outputs = graph.capture(body)
             self._check_static(self._records[-1], launches,
                                "the last warm-up step and the capture")
@@ -165,6 +171,7 @@ class CapturedStep:
             optimizer.end_capture(graphs.write)
         self._graph, self._model = graph, model
         self._inputs, self._outputs = list(inputs), outputs
+        self._limits = _input_limits(self._inputs, limits)
         self._bare = isinstance(result, Module)
         return self._run(first=True)
 
@@ -176,11 +183,9 @@ class CapturedStep:
 
     def _replay(self, model: Module, inputs: tuple) -> Any:
         assert self._model is not None
-        if model is not self._model:
-            if not isinstance(model, Module):
-                raise BurnError(f"CapturedStep: the step's first argument must be the model "
-                                f"(a burn.nn.Module), got {type(model).__name__}")
-            _copy_parameters(self._model, model, "the model given")
+        if model is not self._model and not isinstance(model, Module):
+            raise BurnError(f"CapturedStep: the step's first argument must be the model (a "
+                            f"burn.nn.Module), got {type(model).__name__}")
         if len(inputs) != len(self._inputs):
             raise BurnError(f"CapturedStep: captured with {len(self._inputs)} inputs, called "
                             f"with {len(inputs)}")
@@ -192,6 +197,11 @@ class CapturedStep:
                                 f"{_described(given)}; keep the shapes of a captured step "
                                 f"(burn.data.DataLoader(..., drop_last=True) drops a shorter "
                                 f"last batch)")
+            if index in self._limits:
+                _check_index_input(index, given, self._limits[index])
+        if model is not self._model:
+            _copy_parameters(self._model, model, "the model given")
+        for static, given in zip(self._inputs, inputs):
             target, source = _view(static), _view(given)
             if not graphs.same_place(target, source):
                 graphs.copy(target, source)
@@ -234,9 +244,33 @@ def _copied(tensor: Tensor, clone: Callable[[Any], Any]) -> Tensor:
     their bounds)."""
     view = _view(tensor)
     copy = clone(view)
-    if not tensor.dtype.is_float:
-        bounds.inherit(copy.storage, view.storage)
+    known = None if tensor.dtype.is_float else bounds.known_bounds(view.storage)
+    if known is not None:  # the copy is the origin of what the step's index checks see
+        bounds.remember_range(copy.storage, *known)
     return Tensor(copy, _inner_backend(tensor)).to(tensor.backend)
+
+
+def _input_limits(inputs: list[Tensor], limits: list[tuple[Any, int]]) -> dict[int, int]:
+    """For each input whose values the step's index checks saw (``bounds.recording_limits``
+    at the capture): the smallest size of an axis they index."""
+    found: dict[int, int] = {}
+    for index, tensor in enumerate(inputs):
+        storage = _view(tensor).storage
+        sizes = [size for origin, size in limits if origin is storage]
+        if sizes:
+            found[index] = min(sizes)
+    return found
+
+
+def _check_index_input(index: int, given: Tensor, size: int) -> None:
+    """A replay runs no index check: its integer inputs are checked against the axes the
+    captured step indexes with them (from their bounds at upload, else a read)."""
+    known = bounds.known_bounds(_view(given).storage)
+    low, high = known if known is not None else given.backend.index_range(given.prim)
+    if low < 0 or high >= size:
+        raise BurnError(f"CapturedStep: input {index} holds values in [{low}, {high}], and the "
+                        f"captured step indexes an axis of size {size} with them (valid: "
+                        f"[0, {size - 1}]); the step did not run")
 
 
 def _view(tensor: Tensor) -> Any:

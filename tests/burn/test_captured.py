@@ -219,6 +219,44 @@ def test_captured_step_takes_inputs_of_any_layout(backend):
     np.testing.assert_allclose(losses, plain_losses, rtol=1e-5)
 
 
+class Classifier(nn.Module):
+    def __init__(self, backend):
+        self.out = nn.Linear(8, 4, backend=backend, generator=burn.Generator(3))
+
+    def forward(self, x):
+        return self.out(x)
+
+
+def test_replayed_labels_are_range_checked(backend):
+    """A replay runs no index check: labels out of the range the captured step indexes are
+    refused before the replay, and the step goes on with good ones."""
+    reason = capture_refusal(backend)
+    ad = burn.Autodiff(backend)
+    model, xs = Classifier(ad).require_grad(), batches(ad)
+    optimizer = optim.SGD(lr=0.1)
+
+    def step(model, x, y):
+        loss = nn.cross_entropy(model(x), y)
+        return optimizer.step(model, loss.backward()), loss
+
+    captured = burn.train.CapturedStep(step, optimizer)
+    labels = [burn.tensor(np.array([0, 3, 1, 2, i % 4]), backend=ad) for i in range(STEPS)]
+    if reason is not None:
+        with pytest.raises(BurnError, match="CUDA graphs need"):
+            captured(model, xs[0], labels[0])
+        return
+    for x, y in zip(xs[:4], labels):  # warm-up and capture
+        model, _ = captured(model, x, y)
+    with pytest.raises(BurnError, match=r"input 1 holds values in \[0, 4\], and the captured "
+                                        r"step indexes an axis of size 4 with them"):
+        captured(model, xs[4], burn.tensor(np.array([0, 4, 1, 2, 3]), backend=ad))
+    computed = burn.tensor(np.array([0, 3, 1, 2, 3]), backend=ad) * 2  # no bounds: read
+    with pytest.raises(BurnError, match=r"input 1 holds values in \[0, 6\]"):
+        captured(model, xs[4], computed)
+    _, loss = captured(model, xs[4], labels[4])
+    assert np.isfinite(float(loss.numpy()))
+
+
 def test_step_draws_bookkeeping():
     """What a captured step does with its generators, on the CPU: each step draws from the
     state words written before it; the capture draws nothing (the first replay makes its

@@ -265,6 +265,25 @@ def test_uploaded_indices_are_checked_without_a_device_read(backend, monkeypatch
     assert len(reads) == 2
 
 
+def test_index_checks_note_the_origin_of_their_indices(backend):
+    """Inside ``bounds.recording_limits`` each index check notes the storage its indices
+    were uploaded to (through views and copies) and the size of the axis they index: what
+    a captured step checks its replayed inputs against."""
+    from burn.backend import bounds
+
+    x = on(backend, np.arange(12, dtype="float32").reshape(3, 4))
+    labels = burn.tensor(np.array([[3, 0], [1, 2], [0, 0]]), backend=backend)
+    uploaded = labels.prim.storage
+    with bounds.recording_limits() as limits:
+        burn.gather(x, 1, labels.T.reshape(3, 2))  # a copy: its origin is the upload
+        burn.one_hot(labels[1:], 7)
+        burn.gather(x, 1, labels * 1)  # computed on the device: no origin
+    assert [(origin is uploaded, size) for origin, size in limits] == \
+        [(True, 4), (True, 7), (False, 4)]
+    burn.gather(x, 1, labels)
+    assert len(limits) == 3  # recorded only inside the block
+
+
 def test_bad_arguments(backend):
     x = on(backend, np.zeros((3, 4), "float32"))
     idx = on(backend, np.zeros((2, 2), "int64"))
