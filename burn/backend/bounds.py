@@ -10,6 +10,11 @@ a read when those bounds fit. Tensors are never mutated, so the bounds hold for 
 life; the entry goes with the storage (a weak reference). Storage that takes no weak reference
 is simply not recorded (the check then reads the device, as before).
 
+Each entry also keeps its origin: the storage first uploaded, which copies pass on. Inside
+``recording_limits`` the index checks note the origin of their indices and the size of the
+axis indexed; ``burn.train.CapturedStep`` records them at the capture, and checks the
+inputs of each replay, which runs no index check, against them.
+
 Example:
     >>> import numpy as np
     >>> storage = np.zeros(3)

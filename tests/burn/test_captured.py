@@ -8,7 +8,8 @@
   backend on a GPU), where the steps must match the same steps run eagerly; elsewhere a clear
   refusal at the first call.
 - Dropout in a captured step draws as the eager steps do; the bookkeeping of its generators
-  (``StepDraws``) on the CPU.
+  (``StepDraws``) on the CPU. Inputs of any layout are captured from copies (the caller's
+  tensors are never written), and labels given to a replay are range-checked before it.
 - On the GPU: a step whose launches change between warm-up steps is refused, naming its line;
   a step that reads a value back to the host fails to capture with an error saying why.
 """
@@ -247,14 +248,17 @@ def test_replayed_labels_are_range_checked(backend):
         return
     for x, y in zip(xs[:4], labels):  # warm-up and capture
         model, _ = captured(model, x, y)
+    before = model.out.weight.numpy()
     with pytest.raises(BurnError, match=r"input 1 holds values in \[0, 4\], and the captured "
                                         r"step indexes an axis of size 4 with them"):
         captured(model, xs[4], burn.tensor(np.array([0, 4, 1, 2, 3]), backend=ad))
     computed = burn.tensor(np.array([0, 3, 1, 2, 3]), backend=ad) * 2  # no bounds: read
     with pytest.raises(BurnError, match=r"input 1 holds values in \[0, 6\]"):
         captured(model, xs[4], computed)
+    np.testing.assert_array_equal(model.out.weight.numpy(), before)  # no step ran
     _, loss = captured(model, xs[4], labels[4])
     assert np.isfinite(float(loss.numpy()))
+    assert not np.array_equal(model.out.weight.numpy(), before)
 
 
 def test_step_draws_bookkeeping():
