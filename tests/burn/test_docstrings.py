@@ -1,5 +1,6 @@
-"""The docstring examples of burn's gradient, data, fusion, layer, optimizer, record, tensor and
-training modules run as written (on the Cpu backend), so the examples a user copies stay true."""
+"""The docstring examples of burn's gradient, data, fusion, layer, ONNX, optimizer, record, tensor
+and training modules run as written (on the Cpu backend), so the examples a user copies stay
+true."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 import burn
 
-PACKAGES = ("burn.autodiff", "burn.data", "burn.fusion", "burn.nn", "burn.optim",
+PACKAGES = ("burn.autodiff", "burn.data", "burn.fusion", "burn.nn", "burn.onnx", "burn.optim",
             "burn.record", "burn.tensor", "burn.train")
 MODULES = [name for package in PACKAGES for name in (
     package, *(f"{package}.{info.name}"

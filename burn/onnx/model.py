@@ -1,0 +1,293 @@
+"""``OnnxModel``: an ONNX graph as a burn module, with its weights as parameters.
+
+``burn.onnx.load("model.onnx")`` reads the file, checks at once that burn runs every
+operator in it (one error lists all it does not), makes the float initializers the module's
+parameters (named as in the file, so ``state_dict`` keys are the exporter's names), folds
+what can be computed without the inputs, and keeps the rest as the plan ``forward`` runs.
+The module is a burn module like any other: ``to(backend)``, ``require_grad()`` and a
+``Learner`` fine-tune it, under ``Autodiff`` and ``Fusion`` alike.
+
+Example:
+    >>> model = burn.onnx.load("mlp.onnx", backend="cpu")  # doctest: +SKIP
+    >>> model(np.ones((2, 4), np.float32)).shape  # doctest: +SKIP
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..backend import backend_for, default_backend
+from ..backend.base import Backend, BurnError
+from ..nn.module import Module, _mapped
+from ..tensor.tensor import Tensor
+from . import math_ops, nn_ops, shape_ops  # noqa: F401 - each registers its operators
+from .proto import Graph, Model, Node, ValueInfo, read_model
+from .registry import OPERATORS, Attributes, onnx_dtype, stored_dtype, to_backend
+
+_HOST = backend_for("numpy")
+#: the default-domain opsets whose operator definitions burn follows
+OPSETS = range(7, 29)
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One node of the plan: what it runs and which values it may free afterwards."""
+
+    index: int
+    node: Node
+    attrs: Attributes
+    frees: tuple[str, ...]
+
+
+class OnnxModel(Module):
+    """An imported ONNX graph (see the module docstring); build it with ``burn.onnx.load``.
+
+    ``forward(*inputs)`` takes the graph's inputs in order (burn tensors or NumPy arrays;
+    arrays go to the parameters' backend) and returns its output, or a tuple of them when
+    the graph has several. ``input_names``/``output_names`` list them.
+    """
+
+    def __init__(self, model: Model, backend: Backend, source: str):
+        graph = model.graph
+        self.source, self.opset = source, model.opsets.get("", 1)
+        self.inputs = [v for v in graph.inputs if v.name not in graph.initializers]
+        self.outputs = list(graph.outputs)
+        self.params: dict[str, Tensor] = {}
+        constants: dict[str, Tensor] = {}
+        for name, array in graph.initializers.items():
+            if array.dtype.name not in _HOST.dtypes:
+                raise BurnError(f"burn.onnx: {source}: initializer {name!r} is "
+                                f"{array.dtype.name}, which burn does not hold (it holds "
+                                f"{', '.join(sorted(_HOST.dtypes))})")
+            if array.dtype.kind == "f":  # weights: trained, moved, saved
+                self.params[name] = Tensor(backend.from_numpy(array), backend)
+            else:  # indices, shapes, masks: computed with on the host
+                constants[name] = Tensor(_HOST.from_numpy(array), _HOST)
+        self._default_backend = backend
+        self.constants, steps = _fold(graph, self.opset, constants, set(self.params), source)
+        self._steps = _with_frees(steps, [v.name for v in self.outputs], set(self.params))
+        self._placed: dict[tuple[str, int], Tensor] = {}  # constants moved to a device
+
+    @property
+    def input_names(self) -> list[str]:
+        return [v.name for v in self.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [v.name for v in self.outputs]
+
+    # ---- parameters are named as in the file, not as attributes ----
+
+    def named_parameters(self, prefix: str = "") -> list[tuple[str, Tensor]]:
+        return [(prefix + name, p) for name, p in self.params.items()]
+
+    def map_parameters(self, fn: Any, prefix: str = "") -> OnnxModel:
+        new = super().map_parameters(fn, prefix)
+        new.params = {name: _mapped(p, fn, prefix + name) for name, p in self.params.items()}
+        return new
+
+    # ---- running ----
+
+    def forward(self, *inputs: Any) -> Tensor | tuple[Tensor, ...]:
+        backend = self._backend(inputs)
+        env: dict[str, Tensor] = dict(self.params)
+        env.update(self.constants)
+        for spec, value in zip(self._checked_count(inputs), inputs):
+            env[spec.name] = self._input(spec, value, backend)
+        for step in self._steps:
+            self._run(step, env, backend)
+        results = tuple(self._result(env, v.name, backend) for v in self.outputs)
+        return results[0] if len(results) == 1 else results
+
+    def _run(self, step: _Step, env: dict[str, Tensor], backend: Backend) -> None:
+        node = step.node
+        try:
+            arguments = _arguments(OPERATORS[node.op_type], node, env, self._place)
+            produced = OPERATORS[node.op_type].run(step.attrs, *arguments)
+        except Exception as error:
+            raise BurnError(f"burn.onnx: {_where(self.source, step.index, node)} failed: "
+                            f"{error}") from error
+        _store(env, node, produced, self.source, step.index)
+        for name in step.frees:
+            env.pop(name, None)
+
+    def _place(self, name: str, value: Tensor, backend: Backend) -> Tensor:
+        """``value`` on ``backend``; a constant's copy there is kept for the next call."""
+        if value.backend is backend:
+            return value
+        if name not in self.constants:
+            return to_backend(value, backend)
+        key = (name, id(backend))
+        if key not in self._placed:
+            self._placed[key] = to_backend(value, backend)
+        return self._placed[key]
+
+    def _backend(self, inputs: Sequence[Any]) -> Backend:
+        if self.params:
+            return next(iter(self.params.values())).backend
+        for value in inputs:
+            if isinstance(value, Tensor):
+                return value.backend
+        return self._default_backend
+
+    def _checked_count(self, inputs: Sequence[Any]) -> list[ValueInfo]:
+        if len(inputs) != len(self.inputs):
+            raise BurnError(f"burn.onnx: {os.path.basename(self.source)} takes "
+                            f"{len(self.inputs)} input(s) ({', '.join(self.input_names)}), "
+                            f"got {len(inputs)}")
+        return self.inputs
+
+    def _input(self, spec: ValueInfo, value: Any, backend: Backend) -> Tensor:
+        if isinstance(value, np.ndarray):
+            value = Tensor(backend.from_numpy(value), backend)
+        if not isinstance(value, Tensor):
+            raise BurnError(f"burn.onnx: input {spec.name!r} must be a burn tensor or a NumPy "
+                            f"array, got {type(value).__name__}")
+        where = f"burn.onnx: input {spec.name!r} of {os.path.basename(self.source)}"
+        if spec.elem_type:
+            expected = onnx_dtype(spec.elem_type, where)
+            if value.dtype not in (expected, stored_dtype(expected, backend)):
+                raise BurnError(f"{where} must be {expected.name}, got {value.dtype.name}")
+        if spec.shape is not None and not _fits(value.shape, spec.shape):
+            wanted = tuple(d if isinstance(d, int) else (d or "?") for d in spec.shape)
+            raise BurnError(f"{where} has shape {value.shape}; the model expects "
+                            f"{wanted}".replace("'", ""))
+        return to_backend(value, backend) if value.backend is not backend else value
+
+    def _result(self, env: dict[str, Tensor], name: str, backend: Backend) -> Tensor:
+        value = env[name]
+        return value if value.backend is backend else self._place(name, value, backend)
+
+
+def load(source: str | os.PathLike | bytes, backend: Backend | str | None = None
+         ) -> OnnxModel:
+    """The ONNX model in ``source`` (a path, or the file's bytes) as a burn module whose
+    parameters live on ``backend`` (the default backend when None).
+
+    Example:
+        >>> model = burn.onnx.load("resnet18.onnx", backend="cuda")  # doctest: +SKIP
+        >>> logits = model(images)  # doctest: +SKIP
+    """
+    name = "<bytes>" if isinstance(source, (bytes, bytearray)) else os.fspath(source)
+    model = read_model(source)
+    _check_supported(model, name)
+    target = default_backend() if backend is None else backend_for(backend)
+    return OnnxModel(model, target, name)
+
+
+# ---- checks made once, at load ----
+
+def _check_supported(model: Model, source: str) -> None:
+    """Every node's operator is one burn runs, in an opset it follows; otherwise one error
+    that lists every node it cannot run, so nothing is found one failure at a time."""
+    opset = model.opsets.get("", None)
+    if opset is not None and opset not in OPSETS:
+        raise BurnError(f"burn.onnx: {source} uses opset {opset}; burn reads opsets "
+                        f"{OPSETS.start}-{OPSETS.stop - 1} (convert it with "
+                        f"onnx.version_converter)")
+    missing: dict[str, list[str]] = {}
+    for index, node in enumerate(model.graph.nodes):
+        if node.domain not in ("", "ai.onnx") or node.op_type not in OPERATORS:
+            label = node.op_type if not node.domain else f"{node.domain}.{node.op_type}"
+            missing.setdefault(label, []).append(node.name or f"#{index}")
+    if missing:
+        listed = "; ".join(f"{op} ({len(names)} node{'s' * (len(names) > 1)}, first "
+                           f"{names[0]!r})" for op, names in sorted(missing.items()))
+        raise BurnError(f"burn.onnx: {source} has operators burn does not run yet: {listed}. "
+                        f"burn runs: {', '.join(sorted(OPERATORS))}")
+
+
+def _fold(graph: Graph, opset: int, constants: dict[str, Tensor], params: set[str],
+          source: str) -> tuple[dict[str, Tensor], list[_Step]]:
+    """Run on the host every node whose inputs are all constants; the rest is the plan.
+    Also checks that each node's inputs are defined before it (ONNX's topological order)."""
+    known = set(constants) | params | {v.name for v in graph.inputs}
+    steps = []
+    for index, node in enumerate(graph.nodes):
+        attrs = Attributes(node.attributes, node.op_type, opset,
+                           outputs=sum(1 for name in node.outputs if name))
+        for name in node.inputs:
+            if name and name not in known:
+                raise BurnError(f"burn.onnx: {_where(source, index, node)} reads {name!r}, "
+                                f"which no earlier node, input or initializer defines")
+        if all(not name or name in constants for name in node.inputs):
+            try:
+                arguments = _arguments(OPERATORS[node.op_type], node, constants,
+                                       lambda name, value, backend: value.to(backend))
+                produced = OPERATORS[node.op_type].run(attrs, *arguments)
+            except Exception as error:
+                raise BurnError(f"burn.onnx: {_where(source, index, node)} failed on its "
+                                f"constant inputs: {error}") from error
+            _store(constants, node, produced, source, index)
+        else:
+            steps.append(_Step(index, node, attrs, ()))
+        known.update(name for name in node.outputs if name)
+    return constants, steps
+
+
+def _with_frees(steps: list[_Step], outputs: list[str], kept: set[str]) -> list[_Step]:
+    """Each step frees the values that no later step (nor the output) reads, so a deep
+    graph holds only its live activations."""
+    last_use: dict[str, int] = {}
+    for position, step in enumerate(steps):
+        for name in (*step.node.inputs, *step.node.outputs):
+            if name:
+                last_use[name] = position
+    keep = set(outputs) | kept
+    freed: dict[int, list[str]] = {}
+    for name, position in last_use.items():
+        if name not in keep:
+            freed.setdefault(position, []).append(name)
+    return [_Step(s.index, s.node, s.attrs, tuple(freed.get(p, ()))) for p, s in
+            enumerate(steps)]
+
+
+# ---- one node ----
+
+def _arguments(op: Any, node: Node, env: dict[str, Tensor], place: Any) -> list[Any]:
+    """The node's inputs as its operator takes them: host inputs as NumPy arrays, the rest
+    on one backend (the device when any of them lives there, else the host)."""
+    values = [env[name] if name else None for name in node.inputs]
+    while values and values[-1] is None:
+        values.pop()
+    if op.raw:
+        return values
+    data = [(i, v) for i, v in enumerate(values) if v is not None and i not in op.host]
+    devices = [v.backend for _, v in data if v.backend is not _HOST]
+    target = devices[0] if devices else _HOST
+    arguments: list[Any] = []
+    for i, value in enumerate(values):
+        if value is None:
+            arguments.append(None)
+        elif i in op.host:
+            arguments.append(value.numpy())
+        else:
+            arguments.append(place(node.inputs[i], value, target))
+    return arguments
+
+
+def _store(env: dict[str, Tensor], node: Node, produced: Any, source: str, index: int) -> None:
+    results = list(produced) if isinstance(produced, (list, tuple)) else [produced]
+    names = [name for name in node.outputs]
+    if len(results) < sum(1 for name in names if name):
+        raise BurnError(f"burn.onnx: {_where(source, index, node)} has {len(names)} outputs; "
+                        f"burn computes {len(results)}")
+    for name, value in zip(names, results):
+        if name:
+            env[name] = value
+
+
+def _where(source: str, index: int, node: Node) -> str:
+    label = f"{node.name!r} " if node.name else ""
+    return f"{os.path.basename(source)}: node {index} {label}({node.op_type})"
+
+
+def _fits(shape: tuple[int, ...], declared: tuple[int | str | None, ...]) -> bool:
+    return len(shape) == len(declared) and all(
+        not isinstance(d, int) or d == s for s, d in zip(shape, declared))

@@ -1,0 +1,200 @@
+"""Each ONNX operator burn imports, as a one-node model, on every backend, against ONNX's
+own NumPy reference evaluator: attributes and their defaults, opset differences, negative
+axes and indices, uneven pads, ceil mode, integer division's rounding."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto
+from onnxbuild import Const, compare, one_node
+
+import burn
+
+R = np.random.default_rng(1234)
+
+
+def f32(*shape: int, low: float = -2.0, high: float = 2.0) -> np.ndarray:
+    return R.uniform(low, high, shape).astype(np.float32)
+
+
+def i64(*values: int) -> Const:
+    return Const(np.array(values, np.int64))
+
+
+X = f32(2, 3, 4)
+POS = f32(2, 3, 4, low=0.1, high=3.0)
+IMG = f32(2, 4, 7, 6)
+INTS = R.integers(-9, 10, (3, 5)).astype(np.int32)
+NONZERO = np.where(INTS == 0, 3, INTS).astype(np.int32)
+SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, -0.5], np.float32)
+
+UNARY = ["Abs", "Neg", "Exp", "Floor", "Ceil", "Sin", "Cos", "Tan", "Atan", "Tanh",
+         "Sigmoid", "Relu", "Erf", "Sign", "Softplus", "Identity", "HardSwish", "Softsign",
+         "Mish", "Selu", "Elu", "Celu", "HardSigmoid", "ThresholdedRelu", "LeakyRelu"]
+
+CASES = {
+    **{op: (op, [X], {}) for op in UNARY},
+    "Log": ("Log", [POS], {}), "Sqrt": ("Sqrt", [POS], {}),
+    "Reciprocal": ("Reciprocal", [POS], {}),
+    "Round": ("Round", [np.array([0.5, 1.5, 2.5, -0.5, -1.7, 2.2], np.float32)], {}),
+    "IsNaN": ("IsNaN", [SPECIAL], {}), "IsInf": ("IsInf", [SPECIAL], {}),
+    "IsInf_negative_only": ("IsInf", [SPECIAL], {"detect_positive": 0}),
+    "Not": ("Not", [X > 0], {}), "BitwiseNot": ("BitwiseNot", [INTS], {}),
+    "LeakyRelu_alpha": ("LeakyRelu", [X], {"alpha": 0.3}),
+    "Gelu": ("Gelu", [X], {}, 20), "Gelu_tanh": ("Gelu", [X], {"approximate": "tanh"}, 20),
+    "PRelu": ("PRelu", [X, Const(f32(3, 1))], {}),
+    "Add": ("Add", [X, f32(3, 1)], {}), "Sub": ("Sub", [X, f32(4)], {}),
+    "Mul": ("Mul", [X, Const(f32(1, 3, 1))], {}), "Div": ("Div", [X, POS], {}),
+    "Div_int": ("Div", [INTS, NONZERO[::-1].copy()], {}),
+    "Pow": ("Pow", [POS, f32(4)], {}),
+    "Pow_int_exponent": ("Pow", [X, Const(np.array(2, np.int64))], {}),
+    "Mod_int": ("Mod", [INTS, NONZERO[::-1].copy()], {}),
+    "Mod_fmod_int": ("Mod", [INTS, NONZERO[::-1].copy()], {"fmod": 1}),
+    "Mod_fmod_float": ("Mod", [X, POS], {"fmod": 1}),
+    **{op: (op, [X, f32(4)], {}) for op in ["Equal", "Less", "Greater", "LessOrEqual",
+                                           "GreaterOrEqual"]},
+    **{op: (op, [X > 0, f32(4) > 0], {}) for op in ["And", "Or", "Xor"]},
+    **{op: (op, [INTS, NONZERO[::-1].copy()], {}) for op in ["BitwiseAnd", "BitwiseOr",
+                                                             "BitwiseXor"]},
+    "BitShift": ("BitShift", [np.array([1, 8, 255], np.uint32), np.array([3, 1, 4], np.uint32)],
+                 {"direction": "LEFT"}),
+    "Where": ("Where", [X > 0, X, f32(4)], {}),
+    "Max": ("Max", [X, f32(4), f32(3, 1)], {}), "Min": ("Min", [X, f32(4)], {}),
+    "Sum": ("Sum", [X, f32(4), X], {}), "Mean": ("Mean", [X, f32(3, 4)], {}),
+    "Cast": ("Cast", [X * 3], {"to": TensorProto.INT32}),
+    "Cast_to_float16": ("Cast", [X], {"to": TensorProto.FLOAT16}),
+    "CastLike": ("CastLike", [INTS, X], {}),
+    "Clip": ("Clip", [X, Const(np.array(-0.5, np.float32)), Const(np.array(1, np.float32))], {}),
+    "Clip_max_only": ("Clip", [X, None, Const(np.array(0.25, np.float32))], {}),
+    "Softmax": ("Softmax", [X], {}), "Softmax_axis0": ("Softmax", [X], {"axis": 0}),
+"LogSoftmax": ("LogSoftmax", [X], {"axis": 1}),
+    "MatMul": ("MatMul", [X, f32(4, 5)], {}),
+    "MatMul_batched": ("MatMul", [f32(2, 1, 3, 4), f32(3, 4, 2)], {}),
+    "MatMul_vector": ("MatMul", [f32(4), f32(2, 4, 3)], {}),
+    "Gemm": ("Gemm", [f32(3, 4), Const(f32(5, 4)), Const(f32(5))], {"transB": 1}),
+    "Gemm_scaled": ("Gemm", [f32(4, 3), f32(4, 5), f32(3, 5)],
+                    {"transA": 1, "alpha": 0.5, "beta": 2.0}),
+    "ReduceSum": ("ReduceSum", [X, i64(-1, 0)], {}),
+    "ReduceSum_all": ("ReduceSum", [X], {"keepdims": 0}),
+    "ReduceSum_noop": ("ReduceSum", [X], {"noop_with_empty_axes": 1}),
+    "ReduceMean_opset17": ("ReduceMean", [X], {"axes": [1]}, 17),
+    "ReduceMean": ("ReduceMean", [X, i64(1)], {"keepdims": 0}),
+    "ReduceMax": ("ReduceMax", [X, i64(2)], {}), "ReduceMin": ("ReduceMin", [X, i64(0, 2)], {}),
+    "ReduceProd": ("ReduceProd", [X, i64(1)], {}),
+    "ReduceLogSumExp": ("ReduceLogSumExp", [X, i64(2)], {}),
+    "ReduceSumSquare": ("ReduceSumSquare", [X, i64(1)], {}),
+    "ReduceL1": ("ReduceL1", [X, i64(1)], {}), "ReduceL2": ("ReduceL2", [X, i64(1)], {}),
+    "ReduceLogSum": ("ReduceLogSum", [POS, i64(0)], {}),
+    "ArgMax": ("ArgMax", [X], {"axis": 1}),
+    "ArgMin_last": ("ArgMin", [np.array([[1, 0, 0], [2, 2, 5]], np.float32)],
+                    {"axis": -1, "keepdims": 0, "select_last_index": 1}),
+    "CumSum": ("CumSum", [X, Const(np.array(1, np.int64))], {}),
+    "CumSum_exclusive_reverse": ("CumSum", [X, Const(np.array(-1, np.int32))],
+                                 {"exclusive": 1, "reverse": 1}),
+    "TopK": ("TopK", [X, i64(2)], {"axis": 1}, 18, 2),
+    "TopK_smallest": ("TopK", [X, i64(3)], {"largest": 0}, 18, 2),
+    "Shape": ("Shape", [X], {}), "Shape_slice": ("Shape", [X], {"start": 1, "end": -1}),
+    "Size": ("Size", [X], {}),
+    "ConstantOfShape": ("ConstantOfShape", [i64(2, 3)], {}),
+    "Range": ("Range", [Const(np.array(1, np.int64)), Const(np.array(9, np.int64)),
+                        Const(np.array(3, np.int64))], {}),
+    "Reshape": ("Reshape", [X, i64(0, -1)], {}),
+    "Reshape_allowzero": ("Reshape", [X, i64(4, 6)], {"allowzero": 1}),
+    "Flatten": ("Flatten", [X], {}), "Flatten_axis": ("Flatten", [X], {"axis": -1}),
+    "Transpose": ("Transpose", [X], {"perm": [1, 2, 0]}),
+    "Transpose_reversed": ("Transpose", [X], {}),
+    "Squeeze": ("Squeeze", [f32(1, 3, 1), i64(-1)], {}),
+    "Squeeze_all": ("Squeeze", [f32(1, 3, 1)], {}),
+    "Squeeze_opset11": ("Squeeze", [f32(1, 3, 1)], {"axes": [0]}, 11),
+    "Unsqueeze": ("Unsqueeze", [X, i64(0, -1)], {}),
+    "Concat": ("Concat", [X, f32(2, 1, 4), f32(2, 2, 4)], {"axis": -2}),
+    "Split": ("Split", [X, i64(1, 3)], {"axis": 2}, 18, 2),
+    "Split_num_outputs": ("Split", [f32(7, 2)], {"num_outputs": 3}, 18, 3),
+    "Split_opset11": ("Split", [X], {"axis": 1, "split": [2, 1]}, 11, 2),
+    "Slice": ("Slice", [X, i64(0, 1), i64(100, -1), i64(2, 1), i64(2, 1)], {}),
+    "Slice_reversed": ("Slice", [X, i64(-1), i64(-1000), i64(1), i64(-2)], {}),
+    "Slice_opset9": ("Slice", [X], {"starts": [1], "ends": [3], "axes": [2]}, 9),
+    "Gather": ("Gather", [X, i64(2, -1, 0)], {"axis": 2}),
+    "Gather_2d_index": ("Gather", [X, Const(np.array([[1, 0], [-1, 1]], np.int64))], {}),
+    "GatherElements": ("GatherElements", [X, Const(R.integers(-3, 3, (2, 2, 4)))], {"axis": 1}),
+    "Expand": ("Expand", [f32(3, 1), i64(2, 1, 4)], {}),
+    "Tile": ("Tile", [f32(2, 3), i64(2, 1)], {}),
+    "Pad": ("Pad", [IMG, i64(0, 0, 1, 2, 0, 0, 3, 0), Const(np.array(1.5, np.float32))], {}),
+    "Pad_axes": ("Pad", [X, i64(1, 2), None, i64(-1)], {}),
+    "Trilu": ("Trilu", [f32(4, 5), Const(np.array(1, np.int64))], {}),
+    "Trilu_lower": ("Trilu", [f32(2, 4, 4)], {"upper": 0}),
+    "OneHot": ("OneHot", [Const(np.array([0, 2, -1], np.int64)), Const(np.array(4, np.int64)),
+                          Const(np.array([0.0, 5.0], np.float32))], {"axis": 0}),
+    "OneHot_input": ("OneHot", [np.array([[1, 3], [0, 2]], np.int64),
+                                Const(np.array(4, np.int64)),
+                                Const(np.array([-1, 1], np.int32))], {}),
+    "Dropout": ("Dropout", [X], {}, 18, 2),
+    "Conv": ("Conv", [IMG, Const(f32(6, 2, 3, 3)), Const(f32(6))],
+             {"group": 2, "strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 2, 1]}),
+    "Conv_same": ("Conv", [IMG, Const(f32(3, 4, 2, 3))], {"auto_pad": "SAME_UPPER",
+                                                          "strides": [2, 2]}),
+    "Conv_1d": ("Conv", [f32(2, 3, 9), Const(f32(4, 3, 3))], {"pads": [1, 1]}),
+    "ConvTranspose": ("ConvTranspose", [IMG, Const(f32(4, 3, 3, 2)), Const(f32(3))],
+                      {"strides": [2, 1], "pads": [1, 0, 1, 0], "output_padding": [1, 0]}),
+    "ConvTranspose_uneven": ("ConvTranspose", [IMG, Const(f32(4, 2, 3, 3))],
+                             {"strides": [2, 2], "pads": [0, 1, 1, 0]}),
+    "MaxPool": ("MaxPool", [IMG], {"kernel_shape": [3, 2], "strides": [2, 2],
+                                   "pads": [1, 0, 0, 1], "ceil_mode": 1}),
+    "MaxPool_dilated": ("MaxPool", [IMG], {"kernel_shape": [2, 2], "dilations": [2, 1]}),
+    "MaxPool_same": ("MaxPool", [IMG], {"kernel_shape": [2, 3], "auto_pad": "SAME_LOWER"}),
+    "AveragePool": ("AveragePool", [IMG], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+    "AveragePool_counting_pads": ("AveragePool", [IMG], {"kernel_shape": [2, 3],
+                                                         "pads": [1, 1, 0, 1],
+                                                         "count_include_pad": 1}),
+    "AveragePool_ceil": ("AveragePool", [IMG], {"kernel_shape": [2, 2], "strides": [2, 2],
+                                                "ceil_mode": 1}),
+    "AveragePool_1d": ("AveragePool", [f32(2, 3, 9)], {"kernel_shape": [2]}),
+    "GlobalAveragePool": ("GlobalAveragePool", [IMG], {}),
+    "GlobalMaxPool": ("GlobalMaxPool", [IMG], {}),
+    "BatchNormalization": ("BatchNormalization", [IMG, Const(f32(4)), Const(f32(4)),
+                                                  Const(f32(4)), Const(f32(4, low=0.5))],
+                           {"epsilon": 1e-3}),
+    "LayerNormalization": ("LayerNormalization", [X, Const(f32(4)), Const(f32(4))], {}),
+    "LayerNormalization_axis": ("LayerNormalization", [X, Const(f32(3, 4))], {"axis": 1}),
+    "LayerNormalization_broadcast_scale": ("LayerNormalization", [X, Const(f32(1, 4))], {}),
+    "InstanceNormalization": ("InstanceNormalization", [IMG, Const(f32(4)), Const(f32(4))],
+                              {}),
+}
+
+
+def _case(name: str) -> tuple:
+    op, inputs, attrs, *rest = CASES[name]
+    opset, outputs = [*rest, *[18, 1][len(rest):]]
+    return op, inputs, attrs, opset, outputs
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_operator_matches_the_onnx_reference(backend, name):
+    op, inputs, attrs, opset, outputs = _case(name)
+    model = one_node(op, inputs, attrs, outputs=outputs, opset=opset)
+    feeds = [v for v in inputs if isinstance(v, np.ndarray)]
+    compare(model, feeds, backend, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["Add", "Relu", "MatMul", "Softmax"])
+def test_float16_models(backend, op):
+    other = (4, 4) if op == "MatMul" else (4,)
+    a, b = f32(3, 4).astype(np.float16), f32(*other).astype(np.float16)
+    inputs = [a] if op in ("Relu", "Softmax") else [a, b]
+    compare(one_node(op, inputs), inputs, backend, rtol=2e-2, atol=2e-3)
+
+
+def test_every_registered_operator_has_a_case():
+    tested = {CASES[name][0] for name in CASES} | {"Constant"}  # Constant: test_onnx_models
+    assert set(burn.onnx.OPERATORS) - tested == set()
+
+
+def test_the_readme_lists_exactly_the_registered_operators():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    listed = readme.split("Operators (opsets")[1].split("Not yet:")[0]
+    names = set(re.findall(r"\b[A-Z][A-Za-z0-9]+\b", " ".join(re.findall(r"`([^`]*)`", listed))))
+    assert names == set(burn.onnx.OPERATORS)
