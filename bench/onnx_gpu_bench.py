@@ -91,7 +91,7 @@ def measure(name: str, model: nn.Module, x: np.ndarray, backend: str, repeats: i
                 m.running_var.uniform_(0.5, 2.0)
     data = exported(model, torch.from_numpy(x))
     record: dict = {"model": name, "input": list(x.shape), "onnx_bytes": len(data)}
-    device = "cuda" if backend == "cuda" and torch.cuda.is_available() else "cpu"
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # the peer: torch on the GPU
     torch_model, torch_x = model.eval().to(device), torch.from_numpy(x).to(device)
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     with torch.no_grad():
@@ -109,9 +109,26 @@ def measure(name: str, model: nn.Module, x: np.ndarray, backend: str, repeats: i
         record[f"{label}_us"] = timed(lambda m=loaded, v=bx: m(v).numpy() if backend == "cpu"
                                       else m(v), lambda t=target: _sync(t), repeats)
         record[f"{label}_vs_torch"] = record["torch_us"] / record[f"{label}_us"]
+    if backend == "cuda" and torch.cuda.is_available():
+        record.update(_captured(data, x, expected, repeats))
     record.update(_onnxruntime(data, x, repeats))
+    if "burn_captured_us" in record:
+        record["burn_captured_vs_torch"] = record["torch_us"] / record["burn_captured_us"]
     print(json.dumps(record), flush=True)
     return record
+
+
+def _captured(data: bytes, x: np.ndarray, expected: np.ndarray, repeats: int) -> dict:
+    """The imported model's forward pass captured as one CUDA graph (no host cost per op)."""
+    backend = burn.backend_for("cuda")
+    loaded = burn.onnx.load(data, backend=backend)
+    step = burn.train.CapturedStep(lambda model, v: (model, model(v)))
+    bx = burn.from_numpy(x, backend=backend)
+    for _ in range(4):  # three warm-up calls, then the capture
+        _, y = step(loaded, bx)
+    run = lambda: step(loaded, bx)  # noqa: E731
+    return {"burn_captured_max_error": float(np.abs(y.numpy() - expected).max()),
+            "burn_captured_us": timed(run, lambda: _sync(backend), repeats)}
 
 
 def _sync(backend: burn.Backend) -> None:

@@ -31,6 +31,7 @@ from .proto import Graph, Model, Node, ValueInfo, read_model
 from .registry import OPERATORS, Attributes, onnx_dtype, stored_dtype, to_backend
 
 _HOST = backend_for("numpy")
+_REUSED_UPLOAD = 4096  # host-computed values up to this size keep their device copy
 #: the default-domain opsets whose operator definitions burn follows
 OPSETS = range(7, 29)
 
@@ -72,7 +73,8 @@ class OnnxModel(Module):
         self._default_backend = backend
         self.constants, steps = _fold(graph, self.opset, constants, set(self.params), source)
         self._steps = _with_frees(steps, [v.name for v in self.outputs], set(self.params))
-        self._placed: dict[tuple[str, int], Tensor] = {}  # constants moved to a device
+        self._placed: dict[tuple[str, Backend], Tensor] = {}  # constants moved to a device
+        self._uploads: dict[tuple[str, Backend], tuple[Any, Tensor]] = {}  # host values, last
 
     @property
     def input_names(self) -> list[str]:
@@ -118,15 +120,25 @@ class OnnxModel(Module):
             env.pop(name, None)
 
     def _place(self, name: str, value: Tensor, backend: Backend) -> Tensor:
-        """``value`` on ``backend``; a constant's copy there is kept for the next call."""
+        """``value`` on ``backend``. A constant's copy there is kept for the next call; so is
+        a small value the host computed (an index from the input's shape) while the next call
+        computes the same numbers, so a call with the shapes of the last uploads nothing (and
+        can be captured as a CUDA graph)."""
         if value.backend is backend:
             return value
-        if name not in self.constants:
+        key = (name, backend)  # the backend itself: an id could be reused once it is freed
+        if name in self.constants:
+            if key not in self._placed:
+                self._placed[key] = to_backend(value, backend)
+            return self._placed[key]
+        if value.backend is not _HOST or value.numel() > _REUSED_UPLOAD:
             return to_backend(value, backend)
-        key = (name, id(backend))
-        if key not in self._placed:
-            self._placed[key] = to_backend(value, backend)
-        return self._placed[key]
+        array = value.numpy()
+        fingerprint = (array.dtype.str, array.shape, array.tobytes())
+        kept = self._uploads.get(key)
+        if kept is None or kept[0] != fingerprint:
+            kept = self._uploads[key] = (fingerprint, to_backend(value, backend))
+        return kept[1]
 
     def _backend(self, inputs: Sequence[Any]) -> Backend:
         if self.params:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import backend_for
+from ..backend import backend_for, bounds
 from ..backend.base import BurnError
 from ..tensor.tensor import Tensor
 from .registry import Attributes, axis_of, operator, ops, stored_dtype
@@ -163,8 +163,19 @@ def slice_(attrs: Attributes, x: Tensor, starts: np.ndarray | None = None,
 
 
 def _wrapped(index: Tensor, size: int) -> Tensor:
-    """ONNX indices may count from the end: -1 is the last."""
-    return ops.where(ops.lt(index, 0), index + size, index)
+    """ONNX indices may count from the end: -1 is the last. Where the index's bounds are
+    known on the host (an upload), the result's are recorded too, so the op's range check
+    reads nothing back from the device (and a captured graph can run it)."""
+    known = bounds.known_bounds(getattr(index.prim, "storage", None))
+    if known is not None and known[0] >= 0:
+        return index
+    wrapped = ops.where(ops.lt(index, 0), index + size, index)
+    if known is not None:
+        low, high = known
+        bounds.remember_range(getattr(wrapped.prim, "storage", None),
+                              low + size if high < 0 else min(low + size, 0),
+                              high + size if high < 0 else max(high, size - 1))
+    return wrapped
 
 
 @operator("Gather")

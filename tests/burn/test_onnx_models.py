@@ -131,6 +131,25 @@ def test_nodes_on_constants_run_once_at_load():
     assert len(imported._placed) == 1
 
 
+def test_an_index_the_host_computes_is_uploaded_again_only_when_it_changes(backend):
+    """The last row's index comes from the input's shape (Shape → Gather → Sub), on the host;
+    a call with the same shapes reuses its device copy (a captured graph can replay it)."""
+    nodes = [N("Shape", ["x"], ["shape"]), N("Gather", ["shape", "zero"], ["rows"]),
+             N("Sub", ["rows", "one"], ["last"]), N("Gather", ["x", "last"], ["y"], axis=0)]
+    model = graph_model(nodes, {"x": f32(4, 3)}, ["y"],
+                        {"zero": np.array(0, np.int64), "one": np.array(1, np.int64)})
+    imported = burn.onnx.load(model.SerializeToString(), backend=backend)
+    first = f32(4, 3)
+    assert_close(imported(first).numpy(), first[3])
+    kept = dict(imported._uploads)
+    assert len(kept) == 1
+    assert imported(f32(4, 3)).shape == (3,)
+    assert next(iter(imported._uploads.values()))[1] is next(iter(kept.values()))[1]
+    other = f32(6, 3)
+    assert_close(imported(other).numpy(), other[5])
+    assert next(iter(imported._uploads.values()))[1] is not next(iter(kept.values()))[1]
+
+
 def test_softmax_before_opset_13_normalizes_the_flattened_trailing_axes(backend):
     x = f32(2, 3, 4)
     got = burn.onnx.load(one_node("Softmax", [x], opset=11).SerializeToString(),
