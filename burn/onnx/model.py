@@ -4,6 +4,8 @@
 operator in it (one error lists all it does not), makes the float initializers the module's
 parameters (named as in the file, so ``state_dict`` keys are the exporter's names), folds
 what can be computed without the inputs, and keeps the rest as the plan ``forward`` runs.
+Steps that compute from the inputs' shapes only (exporters' ``Shape`` → ``Gather`` →
+``Concat`` chains) run on the first call with those shapes; later calls reuse their values.
 The module is a burn module like any other: ``to(backend)``, ``require_grad()`` and a
 ``Learner`` fine-tune it, under ``Autodiff`` and ``Fusion`` alike.
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ from .registry import OPERATORS, Attributes, onnx_dtype, stored_dtype, to_backen
 
 _HOST = backend_for("numpy")
 _REUSED_UPLOAD = 4096  # host-computed values up to this size keep their device copy
+_SHAPES_KEPT = 8  # input shapes whose shape arithmetic is kept
 #: the default-domain opsets whose operator definitions burn follows
 OPSETS = range(7, 29)
 
@@ -44,6 +47,9 @@ class _Step:
     node: Node
     attrs: Attributes
     frees: tuple[str, ...]
+    #: computes from the inputs' shapes and constants only (shape arithmetic): its outputs
+    #: are kept for the next call with the same shapes
+    shaped: bool = False
 
 
 class OnnxModel(Module):
@@ -72,7 +78,10 @@ class OnnxModel(Module):
                 constants[name] = Tensor(_HOST.from_numpy(array), _HOST)
         self._default_backend = backend
         self.constants, steps = _fold(graph, self.opset, constants, set(self.params), source)
-        self._steps = _with_frees(steps, [v.name for v in self.outputs], set(self.params))
+        self._steps = _with_frees(_shaped(steps, set(self.constants)),
+                                  [v.name for v in self.outputs], set(self.params))
+        #: the outputs of the shaped steps, by the inputs' (shape, dtype)s
+        self._shape_values: dict[tuple, dict[str, Tensor]] = {}
         self._placed: dict[tuple[str, Backend], Tensor] = {}  # constants moved to a device
         self._uploads: dict[tuple[str, Backend], tuple[Any, Tensor]] = {}  # host values, last
 
@@ -102,12 +111,26 @@ class OnnxModel(Module):
         env.update(self.constants)
         for spec, value in zip(self._checked_count(inputs), inputs):
             env[spec.name] = self._input(spec, value, backend)
+        key = tuple((env[name].shape, env[name].dtype) for name in self.input_names)
+        known = self._shape_values.get(key)
+        env.update(known or {})
+        computed: dict[str, Tensor] = {}
         for step in self._steps:
-            self._run(step, env, backend)
+            if step.shaped and known is not None:
+                for name in step.frees:
+                    env.pop(name, None)
+                continue
+            self._run(step, env, backend, computed if step.shaped else None)
+        if known is None:
+            if len(self._shape_values) >= _SHAPES_KEPT:
+                self._shape_values.pop(next(iter(self._shape_values)))
+            self._shape_values[key] = computed
         results = tuple(self._result(env, v.name, backend) for v in self.outputs)
         return results[0] if len(results) == 1 else results
 
-    def _run(self, step: _Step, env: dict[str, Tensor], backend: Backend) -> None:
+    def _run(self, step: _Step, env: dict[str, Tensor], backend: Backend,
+             kept: dict[str, Tensor] | None = None) -> None:
+        """Run one step; its outputs also go to ``kept`` when given."""
         node = step.node
         try:
             arguments = _arguments(OPERATORS[node.op_type], node, env, self._place)
@@ -116,6 +139,8 @@ class OnnxModel(Module):
             raise BurnError(f"burn.onnx: {_where(self.source, step.index, node)} failed: "
                             f"{error}") from error
         _store(env, node, produced, self.source, step.index)
+        if kept is not None:
+            kept.update((name, env[name]) for name in node.outputs if name)
         for name in step.frees:
             env.pop(name, None)
 
@@ -243,6 +268,20 @@ def _fold(graph: Graph, opset: int, constants: dict[str, Tensor], params: set[st
     return constants, steps
 
 
+def _shaped(steps: list[_Step], constants: set[str]) -> list[_Step]:
+    """Mark the steps that compute from shapes and constants only: ``Shape``/``Size`` (which
+    read a tensor's shape, not its values) and what only they and constants feed."""
+    known, marked = set(constants), []
+    for step in steps:
+        node = step.node
+        shaped = node.op_type in ("Shape", "Size") or all(not name or name in known
+                                                          for name in node.inputs)
+        if shaped:
+            known.update(name for name in node.outputs if name)
+        marked.append(replace(step, shaped=shaped))
+    return marked
+
+
 def _with_frees(steps: list[_Step], outputs: list[str], kept: set[str]) -> list[_Step]:
     """Each step frees the values that no later step (nor the output) reads, so a deep
     graph holds only its live activations."""
@@ -256,8 +295,7 @@ def _with_frees(steps: list[_Step], outputs: list[str], kept: set[str]) -> list[
     for name, position in last_use.items():
         if name not in keep:
             freed.setdefault(position, []).append(name)
-    return [_Step(s.index, s.node, s.attrs, tuple(freed.get(p, ()))) for p, s in
-            enumerate(steps)]
+    return [replace(s, frees=tuple(freed.get(p, ()))) for p, s in enumerate(steps)]
 
 
 # ---- one node ----

@@ -106,6 +106,25 @@ def test_under_fusion_and_autodiff(backend):
         assert_close(got.numpy(), expected, 1e-4, 1e-4)
 
 
+def test_shape_arithmetic_runs_once_per_input_shape(backend):
+    """The steps that compute from the input's shape (Shape → Gather → Concat) run on the
+    first call with a shape; later calls with it reuse their values."""
+    proto = attention_block()
+    model = burn.onnx.load(proto.SerializeToString(), backend=backend)
+    shaped = sum(step.shaped for step in model._steps)
+    assert shaped >= 6  # the Shape, its Gathers, Unsqueezes and Concats
+    ran = []
+    run = model._run
+    model._run = lambda step, *rest: (ran.append(step.node.op_type), run(step, *rest))[1]
+    for length, seen in [(5, False), (5, True), (7, False), (5, True)]:
+        x = f32(3, length, 8)
+        ran.clear()
+        assert_close(model(x).numpy(), reference(proto, [x])[0], 1e-4, 1e-4)
+        assert ("Shape" in ran) != seen
+        assert len(ran) == len(model._steps) - (shaped if seen else 0)
+    assert len(model._shape_values) == 2
+
+
 def test_what_is_folded_and_what_is_kept():
     model = burn.onnx.load(attention_block().SerializeToString(), backend="numpy")
     # float initializers are parameters, named as in the file; index constants are not
