@@ -1,10 +1,12 @@
 """Writes the torch-exported models that tests/burn/test_onnx_models.py imports: the small
 ResNet and the transformer encoder of ``onnx_gpu_bench.py``, exported by torch's TorchScript
-exporter at opset 17, each with an input and torch's output for it.
+exporter at opset 17 (``torch_<name>``) and by its ``torch.export`` exporter, torch's default
+since 2.9, at the opset it picks (``torch_<name>_dynamo``; needs onnxscript), each with an
+input and torch's output for it.
 
 Run by hand where torch is installed (CI has no torch; the files are committed):
-``python bench/export_onnx_fixtures.py`` writes ``tests/burn/data/torch_<name>.onnx`` and
-``.npz``.
+``python bench/export_onnx_fixtures.py`` writes ``tests/burn/data/torch_<name>[_dynamo].onnx``
+and ``.npz``.
 """
 
 from __future__ import annotations
@@ -37,7 +39,12 @@ def main() -> None:
             y = model.eval()(x)
         (FOLDER / f"torch_{name}.onnx").write_bytes(exported(model, x))
         np.savez(FOLDER / f"torch_{name}.npz", x=x.numpy(), y=y.numpy())
-        print(f"wrote torch_{name}.onnx and .npz")
+        program = torch.onnx.export(model, (x,), dynamo=True,
+                                    dynamic_shapes=({0: torch.export.Dim("batch")},))
+        (FOLDER / f"torch_{name}_dynamo.onnx").write_bytes(
+            program.model_proto.SerializeToString())
+        np.savez(FOLDER / f"torch_{name}_dynamo.npz", x=x.numpy(), y=y.numpy())
+        print(f"wrote torch_{name}.onnx, torch_{name}_dynamo.onnx and their .npz")
 
 
 if __name__ == "__main__":

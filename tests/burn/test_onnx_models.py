@@ -88,10 +88,11 @@ def test_an_attention_block_with_shapes_computed_in_the_graph(backend):
         compare(model, [f32(3, length, 8)], backend, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["resnet", "encoder"])
+@pytest.mark.parametrize("name", ["resnet", "encoder", "resnet_dynamo", "encoder_dynamo"])
 def test_models_exported_by_torch(backend, name):
-    """Files torch's exporter wrote (``bench/export_onnx_fixtures.py``: a ResNet with batch
-    norm and residual adds; a two-layer ``nn.TransformerEncoder``), against torch's output."""
+    """Files torch's exporters wrote (``bench/export_onnx_fixtures.py``: a ResNet with batch
+    norm and residual adds; a two-layer ``nn.TransformerEncoder``; by the TorchScript
+    exporter and by the ``torch.export`` one), against torch's output."""
     folder = Path(__file__).parent / "data"
     saved = np.load(folder / f"torch_{name}.npz")
     model = burn.onnx.load(folder / f"torch_{name}.onnx", backend=backend)
