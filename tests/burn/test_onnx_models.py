@@ -271,7 +271,14 @@ def test_unsupported_attribute_values_say_what_to_do():
               "MaxPool: a 3-d MaxPool .* is not supported yet; burn runs 1-d and 2-d ones"),
              (one_node("Dropout", [x, Const(np.array(0.5, np.float32)),
                                    Const(np.array(True))]), x,
-              "training_mode=True is not supported yet")]
+              "training_mode=True is not supported yet"),
+             (one_node("Resize", [volume, None, Const(np.array([1, 1, 2, 2, 2], np.float32))],
+                       {"mode": "cubic"}), volume,
+              "Resize: mode='cubic' is not supported yet; burn resizes with 'nearest' and "
+              "'linear'"),
+             (one_node("Resize", [x, None, Const(np.array([2, 2], np.float32))],
+                       {"coordinate_transformation_mode": "tf_crop_and_resize"}), x,
+              "coordinate_transformation_mode='tf_crop_and_resize' is not supported yet")]
     for model, feed, message in cases:
         with pytest.raises(burn.BurnError, match=message):
             _load(model)(feed)
