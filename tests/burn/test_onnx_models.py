@@ -5,6 +5,7 @@ errors a user meets (operators burn lacks, wrong inputs, a failing node)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -216,6 +217,16 @@ def test_a_file_with_external_data(tmp_path):
     x = f32(2, 3, 12, 10)
     got = burn.onnx.load(path, backend="numpy")(x)
     assert_close(got.numpy(), reference(onnx.load(path), [x])[0], 1e-5, 1e-5)
+
+
+def test_the_example_runs_checks_and_fine_tunes(capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import onnx_import  # the example is the code under test
+
+    assert onnx_import.main(["--backend", "cpu", "--steps", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "torch_resnet.onnx: opset 17, 16 nodes to run (Conv 5, Relu 5" in printed
+    assert "(ok)" in printed and "fine-tuned 3 steps" in printed
 
 
 # ---- errors ----
