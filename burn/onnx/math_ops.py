@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable
 from functools import reduce
 
@@ -321,3 +322,71 @@ def top_k(attrs: Attributes, x: Tensor, k: np.ndarray) -> list[Tensor]:
     found = ops.topk(x, count, axis, largest=bool(attrs.int("largest", 1)))
     index_dtype = stored_dtype(onnx_dtype(7, "TopK"), x.backend)
     return [found.values, ops.cast(found.indices, index_dtype)]
+
+
+# ---- Einsum ----
+
+def _einsum_terms(equation: str, ranks: list[int]) -> tuple[list[str], str]:
+    """The operands' index letters and the output's, with ``...`` spelled out as capital
+    letters (einsum's own are lower case; the ellipsis axes of operands line up from the
+    right) and an implicit output made explicit."""
+    equation = equation.replace(" ", "")
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(ranks):
+        raise BurnError(f"Einsum: {equation!r} names {len(terms)} operands, the node has "
+                        f"{len(ranks)}")
+    spread = [rank - len(term) + 3 if "..." in term else 0 for term, rank in zip(terms, ranks)]
+    ellipsis = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:max(spread, default=0)]
+    for i, (term, rank) in enumerate(zip(terms, ranks)):
+        terms[i] = term.replace("...", ellipsis[len(ellipsis) - spread[i]:])
+        if len(terms[i]) != rank or len(set(terms[i])) != len(terms[i]):
+            raise BurnError(f"Einsum: operand {i} of {equation!r} is {term!r} for a tensor of "
+                            f"rank {rank} (a repeated letter, a diagonal, is not supported "
+                            f"yet)")
+    if not arrow:  # implicit: the letters seen once, in alphabetical order
+        counts = Counter("".join(terms))
+        output = "..." + "".join(sorted(c for c in counts if counts[c] == 1 and c.islower()))
+    return terms, output.replace("...", ellipsis)
+
+
+def _sum_out(x: Tensor, term: str, keep: set[str]) -> tuple[Tensor, str]:
+    gone = tuple(i for i, c in enumerate(term) if c not in keep)
+    if not gone:
+        return x, term
+    return ops.sum(x, gone, False), "".join(c for c in term if c in keep)
+
+
+def _contract(a: Tensor, ta: str, b: Tensor, tb: str, keep: set[str]) -> tuple[Tensor, str]:
+    """``a`` and ``b`` multiplied over their shared letters, summing those not in ``keep``,
+    as one batched matmul."""
+    a, ta = _sum_out(a, ta, keep | set(tb))
+    b, tb = _sum_out(b, tb, keep | set(ta))
+    batch = [c for c in ta if c in tb and c in keep]
+    inner = [c for c in ta if c in tb and c not in keep]
+    left = [c for c in ta if c not in tb]
+    right = [c for c in tb if c not in ta]
+    sizes = {**dict(zip(ta, a.shape)), **dict(zip(tb, b.shape))}
+
+    def laid_out(x: Tensor, term: str, order: list[str], rows: list[str], cols: list[str]):
+        x = ops.permute(x, *[term.index(c) for c in order]) if order != list(term) else x
+        return ops.reshape(x, *[sizes[c] for c in batch], math.prod(sizes[c] for c in rows),
+                           math.prod(sizes[c] for c in cols))
+
+    product = ops.matmul(laid_out(a, ta, batch + left + inner, left, inner),
+                         laid_out(b, tb, batch + inner + right, inner, right))
+    term = "".join(batch + left + right)
+    return ops.reshape(product, *[sizes[c] for c in term]), term
+
+
+@operator("Einsum")
+def einsum(attrs: Attributes, *operands: Tensor) -> Tensor:
+    terms, output = _einsum_terms(attrs.str("equation"), [t.ndim for t in operands])
+    result, term = operands[0], terms[0]
+    for position in range(1, len(operands)):
+        later = set(output).union(*terms[position + 1:])
+        result, term = _contract(result, term, operands[position], terms[position], later)
+    result, term = _sum_out(result, term, set(output))
+    if term != output:
+        result = ops.permute(result, *[term.index(c) for c in output])
+    return result

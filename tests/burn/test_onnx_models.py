@@ -287,6 +287,8 @@ def test_unsupported_attribute_values_say_what_to_do():
                        {"mode": "cubic"}), volume,
               "Resize: mode='cubic' is not supported yet; burn resizes with 'nearest' and "
               "'linear'"),
+             (one_node("Einsum", [f32(3, 3)], {"equation": "ii->i"}), f32(3, 3),
+              "Einsum: operand 0 of 'ii->i' is 'ii' .* a diagonal, is not supported yet"),
              (one_node("Resize", [x, None, Const(np.array([2, 2], np.float32))],
                        {"coordinate_transformation_mode": "tf_crop_and_resize"}), x,
               "coordinate_transformation_mode='tf_crop_and_resize' is not supported yet")]
