@@ -181,8 +181,8 @@ class OnnxModel(Module):
         return self.inputs
 
     def _input(self, spec: ValueInfo, value: Any, backend: Backend) -> Tensor:
-        if isinstance(value, np.ndarray):
-            value = Tensor(backend.from_numpy(value), backend)
+        if isinstance(value, np.ndarray):  # through the host: to_backend narrows int64
+            value = Tensor(_HOST.from_numpy(value), _HOST)
         if not isinstance(value, Tensor):
             raise BurnError(f"burn.onnx: input {spec.name!r} must be a burn tensor or a NumPy "
                             f"array, got {type(value).__name__}")
@@ -270,14 +270,22 @@ def _fold(graph: Graph, opset: int, constants: dict[str, Tensor], params: set[st
 
 def _shaped(steps: list[_Step], constants: set[str]) -> list[_Step]:
     """Mark the steps that compute from shapes and constants only: ``Shape``/``Size`` (which
-    read a tensor's shape, not its values) and what only they and constants feed."""
-    known, marked = set(constants), []
+    read a tensor's shape, not its values) and what only they and constants feed. A shape
+    that depends on values (a ``Reshape`` or ``TopK`` steered by a computed number) is not
+    one the inputs' shapes fix: a ``Shape`` of it is not marked."""
+    known, value_shaped, marked = set(constants), set(), []
     for step in steps:
-        node = step.node
-        shaped = node.op_type in ("Shape", "Size") or all(not name or name in known
-                                                          for name in node.inputs)
+        node, op = step.node, OPERATORS[step.node.op_type]
+        if node.op_type in ("Shape", "Size"):
+            shaped = node.inputs[0] not in value_shaped
+        else:
+            shaped = all(not name or name in known for name in node.inputs)
+        outputs = [name for name in node.outputs if name]
         if shaped:
-            known.update(name for name in node.outputs if name)
+            known.update(outputs)
+        elif any(name and ((i in op.host and name not in known) or name in value_shaped)
+                 for i, name in enumerate(node.inputs)):
+            value_shaped.update(outputs)
         marked.append(replace(step, shaped=shaped))
     return marked
 

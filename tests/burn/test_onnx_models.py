@@ -127,6 +127,20 @@ def test_shape_arithmetic_runs_once_per_input_shape(backend):
     assert len(model._shape_values) == 2
 
 
+def test_a_shape_that_depends_on_values_is_read_each_call():
+    """TopK's k is computed from the input's values, so the Shape of its output is not fixed
+    by the input's shape: it runs on every call."""
+    nodes = [N("ReduceMax", ["x"], ["top"], keepdims=0), N("Cast", ["top"], ["k1"], to=7),
+             N("Reshape", ["k1", "one"], ["k"]), N("TopK", ["x", "k"], ["v", "i"]),
+             N("Shape", ["v"], ["y"])]
+    model = graph_model(nodes, {"x": f32(5)}, ["y"], {"one": np.array([1], np.int64)})
+    imported = burn.onnx.load(model.SerializeToString(), backend="numpy")
+    assert not any(step.shaped for step in imported._steps)
+    for top in (2.0, 4.0):
+        x = np.array([0.5, top, 1.0, 0.0, 1.5], np.float32)
+        assert imported(x).tolist() == [int(top)]
+
+
 def test_what_is_folded_and_what_is_kept():
     model = burn.onnx.load(attention_block().SerializeToString(), backend="numpy")
     # float initializers are parameters, named as in the file; index constants are not
