@@ -202,8 +202,8 @@ class OnnxModel(Module):
         return value if value.backend is backend else self._place(name, value, backend)
 
 
-def load(source: str | os.PathLike | bytes, backend: Backend | str | None = None
-         ) -> OnnxModel:
+def load(source: str | os.PathLike | bytes | memoryview,
+         backend: Backend | str | None = None) -> OnnxModel:
     """The ONNX model in ``source`` (a path, or the file's bytes) as a burn module whose
     parameters live on ``backend`` (the default backend when None).
 
@@ -211,7 +211,8 @@ def load(source: str | os.PathLike | bytes, backend: Backend | str | None = None
         >>> model = burn.onnx.load("resnet18.onnx", backend="cuda")  # doctest: +SKIP
         >>> logits = model(images)  # doctest: +SKIP
     """
-    name = "<bytes>" if isinstance(source, (bytes, bytearray)) else os.fspath(source)
+    name = "<bytes>" if isinstance(source, (bytes, bytearray, memoryview)) else \
+        os.fspath(source)
     model = read_model(source)
     _check_supported(model, name)
     target = default_backend() if backend is None else backend_for(backend)

@@ -116,7 +116,9 @@ def unsqueeze(attrs: Attributes, x: Tensor, axes: np.ndarray | None = None) -> T
 @operator("Concat")
 def concat(attrs: Attributes, *inputs: Tensor) -> Tensor:
     axis = axis_of(attrs.int("axis"), inputs[0].ndim, "Concat")
-    return ops.cat([t for t in inputs if t.numel() or len(inputs) == 1], axis)
+    # exporters concatenate empty shape lists; they add nothing, whatever their dtype
+    filled = [t for t in inputs if t.numel()]
+    return ops.cat(filled if filled else list(inputs), axis)
 
 
 @operator("Split", host=(1,))
