@@ -260,3 +260,45 @@ def dropout(attrs: Attributes, x: Tensor, ratio: np.ndarray | None = None,
         raise attrs.refuse("Dropout with training_mode=True", "train the imported model "
                            "with burn.nn.Dropout layers, or export it in inference mode")
     return [x, ops.ones(x.shape, "bool", backend_for(x.backend))][:attrs.outputs]
+
+
+# ---- scatters ----
+
+def _scattered(attrs: Attributes, data: Tensor, axis: int, index: Tensor,
+               updates: Tensor) -> Tensor:
+    """``data`` with ``updates`` written (reduction ``none``) or added (``add``) at
+    ``index`` along ``axis``, in scatter_add's layout (``index`` shaped as ``updates``)."""
+    reduction = attrs.str("reduction", "none")
+    if reduction == "add":
+        return ops.scatter_add(data, axis, index, updates)
+    if reduction != "none":
+        raise attrs.refuse(f"reduction={reduction!r}", "burn scatters with 'none' and 'add'")
+    # written once each (ONNX leaves repeated indices undefined): a mask of the written
+    # places, then the sum of the one update that lands on each
+    ones = ops.ones(updates.shape, data.dtype, backend_for(data.backend))
+    written = ops.gt(ops.scatter_add(ops.zeros_like(data), axis, index, ones), 0)
+    return ops.where(written, ops.scatter_add(ops.zeros_like(data), axis, index, updates),
+                     data)
+
+
+@operator("ScatterElements")
+def scatter_elements(attrs: Attributes, data: Tensor, index: Tensor,
+                     updates: Tensor) -> Tensor:
+    axis = axis_of(attrs.int("axis", 0), data.ndim, "ScatterElements")
+    return _scattered(attrs, data, axis, _wrapped(index, data.shape[axis]), updates)
+
+
+@operator("ScatterND")
+def scatter_nd(attrs: Attributes, data: Tensor, index: Tensor, updates: Tensor) -> Tensor:
+    depth = index.shape[-1]  # the leading axes of data each index row names
+    if depth > data.ndim:
+        raise BurnError(f"ScatterND: index rows of {depth} for data of rank {data.ndim}")
+    lead, rest = data.shape[:depth], data.shape[depth:]
+    flat = ops.zeros(index.shape[:-1], index.dtype, backend_for(index.backend))
+    for j, size in enumerate(lead):  # row-major offsets into the leading axes
+        flat = flat * size + _wrapped(ops.reshape(index[..., j], *index.shape[:-1]), size)
+    count = math.prod(index.shape[:-1])
+    rows = ops.reshape(data, math.prod(lead), *rest)
+    spread = ops.expand(ops.reshape(flat, count, *[1] * len(rest)), count, *rest)
+    written = _scattered(attrs, rows, 0, spread, ops.reshape(updates, count, *rest))
+    return ops.reshape(written, *data.shape)
