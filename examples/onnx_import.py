@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -32,9 +31,9 @@ FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "burn" / "data" / "tor
 
 
 def describe(model: burn.onnx.OnnxModel, path: Path) -> None:
-    operators = Counter(step.node.op_type for step in model._steps)
-    print(f"{path.name}: opset {model.opset}, {len(model._steps)} nodes to run "
-          f"({', '.join(f'{op} {n}' for op, n in operators.most_common())})")
+    operators = model.operator_counts()
+    print(f"{path.name}: opset {model.opset}, {sum(operators.values())} nodes to run "
+          f"({', '.join(f'{op} {n}' for op, n in operators.items())})")
     for spec in model.inputs:
         print(f"  input  {spec.name}: {spec.shape}")
     for spec in model.outputs:

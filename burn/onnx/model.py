@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -92,6 +93,16 @@ class OnnxModel(Module):
     @property
     def output_names(self) -> list[str]:
         return [v.name for v in self.outputs]
+
+    def operator_counts(self) -> dict[str, int]:
+        """The operators ``forward`` runs (what was not folded at load), with how many nodes
+        use each, the most used first.
+
+        Example:
+            >>> model.operator_counts()  # doctest: +SKIP
+            {'Conv': 5, 'Relu': 5, 'Add': 2, 'MaxPool': 1}
+        """
+        return dict(Counter(step.node.op_type for step in self._steps).most_common())
 
     # ---- parameters are named as in the file, not as attributes ----
 
