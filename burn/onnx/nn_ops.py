@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -170,7 +171,8 @@ def average_pool(attrs: Attributes, x: Tensor) -> Tensor:
     return summed / divisor
 
 
-def _global(reduce_fn) -> object:  # noqa: ANN001 - a burn reduction
+def _global(reduce_fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The operator reducing every spatial axis (2 on) with ``reduce_fn``, keeping them."""
     def run(attrs: Attributes, x: Tensor) -> Tensor:
         return reduce_fn(x, tuple(range(2, x.ndim)), True)
     return run
