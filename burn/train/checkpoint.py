@@ -109,6 +109,15 @@ class Checkpointer:
         optimizer.load_state_dict(buffers, restored)
         return restored, document
 
+    def parameters(self, epoch: int) -> dict[str, Any] | None:
+        """The model parameters saved with ``epoch``'s checkpoint, None when it is not kept."""
+        if epoch not in self.epochs():
+            return None
+        try:
+            return load_file(self.path(epoch) / "model.safetensors")
+        except (OSError, ValueError):
+            return None
+
     def _prune(self) -> None:
         if self.keep is None:
             return

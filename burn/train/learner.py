@@ -57,7 +57,8 @@ class Learner:
       ``fit(..., resume=True)`` continues from its newest checkpoint.
     - ``dashboard``: True (progress on standard error), False (silent) or a ``Dashboard``.
     - ``early_stopping``: a ``burn.train.EarlyStopping`` ending ``fit`` once its value stops
-      improving (``stopped_early`` then says so).
+      improving (``stopped_early`` then says so); with its ``restore_best``, ``fit`` ends
+      with the best epoch's parameters.
     - ``capture``: run the training steps as a ``burn.train.CapturedStep`` (three warm-up
       steps, then one CUDA graph replayed; the Cuda backend on a GPU). Batches shaped as the
       first replay it; others (a shorter last batch) run eagerly. One optimizer step per
@@ -117,6 +118,9 @@ class Learner:
         #: whether the last ``fit`` ended because ``early_stopping`` said so
         self.stopped_early = False
         self.capture = capture
+        #: (epoch index in history, parameters on the host) of the best epoch so far, kept
+        #: when ``early_stopping.restore_best`` is set
+        self._best: tuple[int, dict[str, np.ndarray]] | None = None
         self._captured: CapturedStep | None = None
         self._captured_shapes: list[tuple] | None = None  # of the batches the graph takes
 
@@ -141,6 +145,8 @@ class Learner:
         except KeyboardInterrupt:
             self.dashboard.message(self._interrupted())
             raise
+        if self.early_stopping is not None and self.early_stopping.restore_best:
+            self._restore_best()
         return self.model
 
     def evaluate(self, batches: Iterable[Sequence[Any]], epoch: int | None = None
@@ -178,6 +184,10 @@ class Learner:
                 f"{'' if self.checkpoints is None else '; the last checkpoint is kept'}")
         self.history.append(record)
         self.epochs_done = epoch + 1
+        stop = self.early_stopping
+        if stop is not None and stop.restore_best and \
+                stop.best_epoch(self.history) == len(self.history) - 1:
+            self._best = (len(self.history) - 1, self.model.state_dict())
         self.dashboard.end_epoch(self._formatted(record), record["seconds"],
                                  f"lr {record['lr']:.3g}")
         if self.checkpoints is not None:
@@ -287,15 +297,39 @@ class Learner:
                                    f"starting from the first epoch")
             return
         model, state = self.checkpoints.load(self.model, self.optimizer)
-        self.model = model.require_grad()
-        if self._captured is not None:  # new storage: the graph would read the old one
-            self.optimizer.release_capture()
-            self._captured = self._captured_shapes = None
+        self._replace_model(model)
         restore_generators(self.model, state.get("generators", {}))  # none before they were kept
         self.step, self.history = state["step"], state["history"]
         self.epochs_done = state["epoch"] + 1
         self.dashboard.message(f"resumed from {self.checkpoints.path(state['epoch'])} "
                                f"(epoch {self.epochs_done}, step {self.step})")
+
+    def _replace_model(self, model: Module) -> None:
+        """Train ``model`` from here on (loaded parameters: new storage)."""
+        self.model = model.require_grad()
+        if self._captured is not None:  # the graph would read the old storage
+            self.optimizer.release_capture()
+            self._captured = self._captured_shapes = None
+
+    def _restore_best(self) -> None:
+        """Give the model the best epoch's parameters (kept in memory, or in that epoch's
+        checkpoint after a resume); the optimizer's state stays the last step's."""
+        best = self.early_stopping.best_epoch(self.history)
+        if best is None or best == len(self.history) - 1:
+            return
+        saved = self._best[1] if self._best is not None and self._best[0] == best else (
+            self.checkpoints.parameters(self.history[best]["epoch"])
+            if self.checkpoints is not None else None)
+        value = self.early_stopping.value(self.history[best])
+        if saved is None:
+            self.dashboard.message(f"the best epoch ({best + 1}, {self.early_stopping.monitor} "
+                                   f"{value:.4g}) was before a resume and its checkpoint is "
+                                   f"gone (Checkpointer(keep=None) keeps every one): the "
+                                   f"model is the last epoch's")
+            return
+        self._replace_model(self.model.load_state_dict(saved))
+        self.dashboard.message(f"restored the parameters of epoch {best + 1} "
+                               f"({self.early_stopping.monitor} {value:.4g})")
 
     def _stops_early(self) -> bool:
         if self.early_stopping is None or not self.early_stopping.should_stop(self.history):

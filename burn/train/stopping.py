@@ -4,8 +4,10 @@
 third in a row without a new best validation loss. The value is read from the learner's
 ``history`` (``"valid.<metric>"`` or ``"train.<metric>"``), and the decision is made from the
 history alone, so a resumed run (whose history comes back with its checkpoint) stops where
-the uninterrupted one would have. The model returned is the last epoch's; the best epoch is
-named in the message and in ``best_epoch``.
+the uninterrupted one would have. The model returned is the last epoch's, unless
+``restore_best=True``: then, when ``fit`` ends (stopped early or not), the learner's model
+gets the parameters of the best epoch back (the best epoch is named in the message and in
+``best_epoch``).
 
 Example:
     >>> stop = EarlyStopping("valid.loss", patience=2)
@@ -28,10 +30,11 @@ _PHASES = ("train", "valid")
 class EarlyStopping:
     """Stop when ``monitor`` has not improved by more than ``min_delta`` for ``patience``
     epochs. ``mode``: ``"min"`` (a loss, an error) or ``"max"`` (an accuracy); by default
-    ``"max"`` for names containing "accuracy", else ``"min"``."""
+    ``"max"`` for names containing "accuracy", else ``"min"``. ``restore_best``: end ``fit``
+    with the best epoch's parameters (kept on the host as each best epoch ends)."""
 
     def __init__(self, monitor: str = "valid.loss", patience: int = 3, *,
-                 mode: str | None = None, min_delta: float = 0.0):
+                 mode: str | None = None, min_delta: float = 0.0, restore_best: bool = False):
         phase, _, name = monitor.partition(".")
         if phase not in _PHASES or not name:
             raise BurnError(f"EarlyStopping: monitor must name a phase and a metric, such as "
@@ -46,6 +49,8 @@ class EarlyStopping:
             raise BurnError(f"EarlyStopping: min_delta must be >= 0, got {min_delta!r}")
         self.monitor, self.phase, self.name = monitor, phase, name
         self.patience, self.mode, self.min_delta = patience, mode, float(min_delta)
+        #: whether the learner's model ends with the best epoch's parameters
+        self.restore_best = bool(restore_best)
 
     def value(self, record: dict[str, Any]) -> float:
         """The monitored value in one epoch's record."""

@@ -414,6 +414,42 @@ def test_early_stopping_ends_the_run_where_the_value_stops_improving(backend, tm
     assert losses == sorted(losses, reverse=True)
 
 
+def test_early_stopping_can_restore_the_best_epoch(backend, tmp_path):
+    """Learning steadily (lr 0.5) while "best" is the highest training loss: epoch 1 stays the
+    best, the run stops after epoch 3, and the model ends with epoch 1's parameters (those its
+    checkpoint saved). Resumed, they come from that checkpoint, or, pruned, stay the last."""
+    def learner(folder, keep=None, out=None):
+        stop = EarlyStopping("train.loss", patience=2, mode="max", restore_best=True)
+        return Learner(small_mlp(backend), optim.SGD(lr=0.5), nn.cross_entropy,
+                       early_stopping=stop, checkpoints=Checkpointer(folder, keep=keep),
+                       dashboard=Dashboard(out, log_every=0) if out else False)
+
+    out = io.StringIO()
+    run = learner(tmp_path / "all", out=out)
+    model = run.fit(loader(backend), epochs=10)
+    assert run.stopped_early and run.epochs_done == 3 and model is run.model
+    first = run.checkpoints.parameters(0)
+    last = run.checkpoints.parameters(2)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, first[name])
+        assert not np.array_equal(value, last[name])
+    assert "restored the parameters of epoch 1 (train.loss " in out.getvalue()
+    assert all(p.requires_grad for p in model.parameters())  # it trains on from there
+
+    resumed = learner(tmp_path / "all")
+    again = resumed.fit(loader(backend), epochs=10, resume=True)  # stops at once
+    for name, value in again.state_dict().items():
+        np.testing.assert_array_equal(value, first[name])
+
+    out = io.StringIO()
+    learner(tmp_path / "pruned", keep=1).fit(loader(backend), epochs=10)
+    pruned = learner(tmp_path / "pruned", keep=1, out=out)
+    kept = pruned.fit(loader(backend), epochs=10, resume=True)
+    assert "its checkpoint is gone (Checkpointer(keep=None) keeps every one)" in out.getvalue()
+    for name, value in kept.state_dict().items():
+        np.testing.assert_array_equal(value, pruned.checkpoints.parameters(2)[name])
+
+
 def test_early_stopping_rules_and_errors():
     stop = EarlyStopping("valid.accuracy", patience=2, min_delta=0.05)
     assert stop.mode == "max"
