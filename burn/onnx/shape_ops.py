@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backend import backend_for, bounds
+from ..backend import bounds
 from ..backend.base import BurnError
 from ..tensor.tensor import Tensor
 from .registry import Attributes, axis_of, operator, ops, stored_dtype
@@ -259,7 +259,7 @@ def dropout(attrs: Attributes, x: Tensor, ratio: np.ndarray | None = None,
     if training is not None and bool(training.item()):
         raise attrs.refuse("Dropout with training_mode=True", "train the imported model "
                            "with burn.nn.Dropout layers, or export it in inference mode")
-    return [x, ops.ones(x.shape, "bool", backend_for(x.backend))][:attrs.outputs]
+    return [x, ops.ones(x.shape, "bool", x.backend)][:attrs.outputs]
 
 
 # ---- scatters ----
@@ -275,7 +275,7 @@ def _scattered(attrs: Attributes, data: Tensor, axis: int, index: Tensor,
         raise attrs.refuse(f"reduction={reduction!r}", "burn scatters with 'none' and 'add'")
     # written once each (ONNX leaves repeated indices undefined): a mask of the written
     # places, then the sum of the one update that lands on each
-    ones = ops.ones(updates.shape, data.dtype, backend_for(data.backend))
+    ones = ops.ones(updates.shape, data.dtype, data.backend)
     written = ops.gt(ops.scatter_add(ops.zeros_like(data), axis, index, ones), 0)
     return ops.where(written, ops.scatter_add(ops.zeros_like(data), axis, index, updates),
                      data)
@@ -294,7 +294,7 @@ def scatter_nd(attrs: Attributes, data: Tensor, index: Tensor, updates: Tensor) 
     if depth > data.ndim:
         raise BurnError(f"ScatterND: index rows of {depth} for data of rank {data.ndim}")
     lead, rest = data.shape[:depth], data.shape[depth:]
-    flat = ops.zeros(index.shape[:-1], index.dtype, backend_for(index.backend))
+    flat = ops.zeros(index.shape[:-1], index.dtype, index.backend)
     for j, size in enumerate(lead):  # row-major offsets into the leading axes
         flat = flat * size + _wrapped(ops.reshape(index[..., j], *index.shape[:-1]), size)
     count = math.prod(index.shape[:-1])
