@@ -2,16 +2,20 @@
 
 One pre-norm ``TransformerEncoderLayer`` (GELU, causal self-attention, no dropout unless
 ``--dropout P``: burn drops the attention output and the feed-forward's activations and
-output; torch also drops the attention weights, inside its fused attention), bf16
-parameters and activations, ``AdamW``; the step is forward, ``mean(y ** 2)``, backward and
-the optimizer's update. burn: ``burn.nn.TransformerEncoderLayer`` on ``Autodiff(Cuda())``
+output; torch also drops the attention weights, inside its fused attention), ``AdamW``; the
+step is forward, ``mean(y ** 2)``, backward and the optimizer's update. ``--precision``:
+``bf16`` (the default), bf16 parameters and activations; ``mixed``, float32 parameters and
+bf16 compute (burn: ``burn.train.MixedPrecision("bfloat16")``; torch: ``torch.autocast``);
+``float32``, float32 throughout (both with IEEE float32 matmuls, no TF32).
+burn: ``burn.nn.TransformerEncoderLayer`` on ``Autodiff(Cuda())``
 (its attention is the fused flash kernels, forward and backward); torch:
 ``torch.nn.TransformerEncoderLayer(norm_first=True, batch_first=True)`` with its causal mask
 (``is_causal``), ``torch.optim.AdamW``. The first steps of burn tune its kernels; times are
 medians of steps after that, each synchronized (wall clock, host included).
 
     source .whl/gpu-env.sh && python3 bench/transformer_gpu_bench.py [--cases "16,512,512,8;..."]
-        [--fusion] [--captured] [--dropout P] [--gpu-time] [--profile]
+        [--fusion] [--captured] [--dropout P] [--precision bf16|mixed|float32] [--gpu-time]
+        [--profile]
 """
 
 from __future__ import annotations
@@ -57,23 +61,31 @@ def kernel_ms(step: Callable[[], None], steps: int = 5) -> tuple[float, float]:
     return total / 1e3 / steps, sum(e.count for e in events) / steps
 
 
+PARAMETER_DTYPES = {"bf16": torch.bfloat16, "mixed": torch.float32, "float32": torch.float32}
+
+
 def burn_step(b: int, s: int, d: int, heads: int, fusion: bool = False,
-              captured: bool = False, dropout: float = 0.0) -> Callable[[], None]:
+              captured: bool = False, dropout: float = 0.0, precision: str = "bf16"
+              ) -> Callable[[], None]:
     """A closure running one burn training step (it keeps the model between calls), on
     ``Autodiff(Fusion(Cuda()))`` with ``fusion``, as a ``burn.train.CapturedStep`` (one CUDA
     graph after three warm-up steps) with ``captured``."""
     ad = burn.Autodiff(burn.Fusion(burn.Cuda()) if fusion else burn.Cuda())
+    dtype = str(PARAMETER_DTYPES[precision]).removeprefix("torch.")
     layer = burn.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=dropout,
-                                            dtype=burn.bfloat16, backend="cuda",
+                                            dtype=dtype, backend="cuda",
                                             generator=burn.Generator(0))
     state = {"model": layer.to(ad).require_grad()}
     optimizer = burn.optim.AdamW(lr=1e-4)
-    x = from_torch(torch.randn(b, s, d, device="cuda", dtype=torch.bfloat16), ad)
+    x = from_torch(torch.randn(b, s, d, device="cuda", dtype=PARAMETER_DTYPES[precision]), ad)
+    amp = burn.train.MixedPrecision("bfloat16") if precision == "mixed" else None
 
     def train(model: burn.nn.Module, x: burn.Tensor) -> burn.nn.Module:
-        y = model(x, causal=True)
-        loss = (y * y).mean()
-        return optimizer.step(model, loss.backward())
+        if amp is None:
+            y = model(x, causal=True)
+            return optimizer.step(model, (y * y).mean().backward())
+        y = amp.output(amp.compute_model(model)(*amp.inputs([x]), causal=True))
+        return optimizer.step(model, amp.unscale(amp.scale((y * y).mean()).backward()))
 
     run = burn.train.CapturedStep(train, optimizer) if captured else train
 
@@ -83,18 +95,21 @@ def burn_step(b: int, s: int, d: int, heads: int, fusion: bool = False,
     return step
 
 
-def torch_step(b: int, s: int, d: int, heads: int, dropout: float = 0.0
-               ) -> Callable[[], None]:
+def torch_step(b: int, s: int, d: int, heads: int, dropout: float = 0.0,
+               precision: str = "bf16") -> Callable[[], None]:
+    dtype = PARAMETER_DTYPES[precision]
     layer = torch.nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=dropout, activation="gelu",
                                              batch_first=True, norm_first=True, device="cuda",
-                                             dtype=torch.bfloat16)
+                                             dtype=dtype)
     optimizer = torch.optim.AdamW(layer.parameters(), lr=1e-4)
-    x = torch.randn(b, s, d, device="cuda", dtype=torch.bfloat16)
-    mask = torch.nn.Transformer.generate_square_subsequent_mask(s, device="cuda",
-                                                                dtype=torch.bfloat16)
+    x = torch.randn(b, s, d, device="cuda", dtype=dtype)
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(s, device="cuda", dtype=dtype)
 
     def step() -> None:
-        y = layer(x, src_mask=mask, is_causal=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "mixed"):
+            y = layer(x, src_mask=mask, is_causal=True)
+        if precision == "mixed":  # as burn's MixedPrecision.output: the loss in float32
+            y = y.float()
         loss = (y * y).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -113,11 +128,14 @@ def main() -> None:
                         help="burn's step as a burn.train.CapturedStep (a CUDA graph)")
     parser.add_argument("--dropout", type=float, default=0.0,
                         help="the layers' dropout probability (both in training mode)")
+    parser.add_argument("--precision", choices=sorted(PARAMETER_DTYPES), default="bf16",
+                        help="bf16 parameters, float32 ones with bf16 compute, or float32")
     parser.add_argument("--profile", action="store_true",
                         help="cProfile 20 burn steps of the first case, then exit")
     args = parser.parse_args()
     cases = [tuple(map(int, c.split(","))) for c in args.cases.split(";")] if args.cases \
         else CASES
+    torch.backends.cuda.matmul.allow_tf32 = False  # burn's float32 matmuls are IEEE too
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; ratio: torch's step "
           f"time over burn's (above 1: burn is faster)")
     if args.profile:
@@ -130,14 +148,15 @@ def main() -> None:
     for case in cases:
         start = time.perf_counter()
         ours_step = burn_step(*case, fusion=args.fusion, captured=args.captured,
-                              dropout=args.dropout)
+                              dropout=args.dropout, precision=args.precision)
         ours_step()
         torch.cuda.synchronize()
         first = time.perf_counter() - start
-        their_step = torch_step(*case, dropout=args.dropout)
+        their_step = torch_step(*case, dropout=args.dropout, precision=args.precision)
         ours, theirs = step_seconds(ours_step), step_seconds(their_step)
         b, s, d, heads = case
         row = {"case": f"B={b} S={s} d={d} heads={heads}", "captured": args.captured,
+               "precision": args.precision,
                "dropout": args.dropout,
                "first_step_s": round(first, 2),
                "step_ms": (round(ours * 1e3, 2), round(theirs * 1e3, 2)),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -64,7 +65,8 @@ class ReversingTransformer(nn.Module):
         return self.readout(self.norm(x))
 
 
-def reversal_loss(model: nn.Module, tokens: burn.Tensor, length: int) -> burn.Tensor:
+def reversal_loss(model: Callable[[burn.Tensor], burn.Tensor], tokens: burn.Tensor,
+                  length: int) -> burn.Tensor:
     """Cross entropy of the predictions of the reversed half (each from the token before)."""
     logits = model(tokens[:, :-1])
     predicted = logits[:, length:]                     # after the separator's position
@@ -86,12 +88,17 @@ def reversed_accuracy(model: nn.Module, tokens: np.ndarray, length: int,
 
 def train(backend: burn.Backend, steps: int = 400, length: int = 8, batch: int = 64,
           d_model: int = 64, heads: int = 4, layers: int = 2, lr: float = 3e-3,
-          log_every: int = 0, seed: int = 0, evaluate: int = 256, captured: bool = False
-          ) -> tuple[list[float], float]:
+          log_every: int = 0, seed: int = 0, evaluate: int = 256, captured: bool = False,
+          precision: str | None = None) -> tuple[list[float], float]:
     """Train on fresh batches; returns every step's loss and the final reversal accuracy on
     ``evaluate`` new sequences (NaN for none). ``captured``: the step runs as a
-    ``burn.train.CapturedStep`` (one CUDA graph; the Cuda backend on a GPU)."""
+    ``burn.train.CapturedStep`` (one CUDA graph; the Cuda backend on a GPU). ``precision``:
+    ``"bfloat16"`` runs the model in bfloat16 with float32 parameters
+    (``burn.train.MixedPrecision``)."""
     ad = burn.Autodiff(backend)
+    amp = None if precision is None else burn.train.MixedPrecision(precision)
+    if amp is not None:
+        amp.check_backend(backend)
     rng = np.random.default_rng(seed)
     model = ReversingTransformer(length, d_model, heads, layers).to(ad).require_grad()
     schedule = burn.optim.Warmup(burn.optim.CosineDecay(lr, total_steps=steps,
@@ -100,8 +107,15 @@ def train(backend: burn.Backend, steps: int = 400, length: int = 8, batch: int =
     optimizer = burn.optim.AdamW(lr=lr, weight_decay=0.0)
 
     def train_step(model: nn.Module, tokens: burn.Tensor) -> tuple[nn.Module, burn.Tensor]:
-        loss = reversal_loss(model, tokens, length)
-        return optimizer.step(model, loss.backward()), loss
+        if amp is None:
+            loss = reversal_loss(model, tokens, length)
+            return optimizer.step(model, loss.backward()), loss
+        compute = amp.compute_model(model)  # bfloat16 copies, recorded: gradients in float32
+        loss = reversal_loss(lambda t: amp.output(compute(t)), tokens, length)
+        grads = amp.unscale(amp.scale(loss).backward())
+        if grads is None:  # float16's gradients overflowed: skip the step (scale halved)
+            return model, loss
+        return optimizer.step(model, grads), loss
 
     run = burn.train.CapturedStep(train_step, optimizer) if captured else train_step
     losses = []
@@ -127,12 +141,16 @@ def main() -> int:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--captured", action="store_true",
                         help="run each step as one CUDA graph (the cuda backend on a GPU)")
+    parser.add_argument("--precision", choices=["bfloat16", "float16"],
+                        help="compute in this dtype, parameters in float32 (float16 with a "
+                             "dynamic loss scale, which --captured cannot replay)")
     args = parser.parse_args()
     backend = burn.backend_for(args.backend) if args.backend else burn.default_backend()
     print(f"training on {backend!r}", flush=True)
     start = time.perf_counter()
     losses, accuracy = train(backend, args.steps, args.length, d_model=args.d_model,
-                             layers=args.layers, log_every=50, captured=args.captured)
+                             layers=args.layers, log_every=50, captured=args.captured,
+                             precision=args.precision)
     print(f"{args.steps} steps in {time.perf_counter() - start:.1f} s; loss {losses[0]:.3f} -> "
           f"{losses[-1]:.3f}; reversed digits right: {accuracy:.1%}")
     return 0 if accuracy >= 0.9 else 1

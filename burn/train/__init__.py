@@ -1,5 +1,6 @@
 """Training: ``Learner`` (the loop), metrics, checkpoints, early stopping, the terminal
-dashboard, and ``CapturedStep`` (a step replayed as a CUDA graph).
+dashboard, ``CapturedStep`` (a step replayed as a CUDA graph) and ``MixedPrecision``
+(16-bit compute with float32 parameters).
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -19,7 +20,8 @@ from .checkpoint import Checkpointer
 from .dashboard import Dashboard
 from .learner import Learner
 from .metrics import Accuracy, Loss, MeanAbsoluteError, Metric
+from .precision import MixedPrecision
 from .stopping import EarlyStopping
 
 __all__ = ["Accuracy", "CapturedStep", "Checkpointer", "Dashboard", "EarlyStopping",
-           "Learner", "Loss", "MeanAbsoluteError", "Metric"]
+           "Learner", "Loss", "MeanAbsoluteError", "Metric", "MixedPrecision"]

@@ -39,6 +39,7 @@ from .captured import CapturedStep
 from .checkpoint import Checkpointer, generator_states, restore_generators
 from .dashboard import Dashboard, Silent
 from .metrics import Loss, Metric
+from .precision import MixedPrecision, resolve_precision
 from .stopping import EarlyStopping
 
 
@@ -63,6 +64,10 @@ class Learner:
       steps, then one CUDA graph replayed; the Cuda backend on a GPU). Batches shaped as the
       first replay it; others (a shorter last batch) run eagerly. One optimizer step per
       batch (``accumulate=1``); the schedule's rate is set as ``optimizer.lr``.
+    - ``precision``: ``"bfloat16"`` or ``"float16"`` (or a ``burn.train.MixedPrecision``)
+      runs the model in that dtype with its parameters kept and updated in float32, and
+      the loss and metrics computed in float32; float16 scales the loss dynamically, and a
+      step whose gradients overflow is skipped (the epoch's record counts them).
 
     The model's parameters are trained on an ``Autodiff`` backend: the one they live on, or
     one wrapped around their backend (``Autodiff(Fusion(Cuda()))`` keeps its fusion).
@@ -74,7 +79,8 @@ class Learner:
                  accumulate: int = 1,
                  checkpoints: str | Path | Checkpointer | None = None,
                  dashboard: bool | Dashboard = True,
-                 early_stopping: EarlyStopping | None = None, capture: bool = False):
+                 early_stopping: EarlyStopping | None = None, capture: bool = False,
+                 precision: MixedPrecision | str | None = None):
         if not isinstance(model, Module):
             raise BurnError(f"Learner: expected a burn.nn.Module to train, got "
                             f"{type(model).__name__}")
@@ -100,7 +106,15 @@ class Learner:
         if capture and accumulate != 1:
             raise BurnError(f"Learner: capture=True takes one optimizer step per batch; "
                             f"accumulate={accumulate} needs capture=False")
+        self.precision = resolve_precision(precision)
+        if capture and self.precision is not None and self.precision.dynamic:
+            raise BurnError("Learner: capture=True replays steps without reading the device, "
+                            "and a dynamic loss scale reads whether each step's gradients "
+                            "overflowed; use precision='bfloat16', or MixedPrecision("
+                            "'float16', loss_scale=1024.0) for a fixed scale")
         self.backend = _autodiff_backend(model)
+        if self.precision is not None:
+            self.precision.check_backend(self.backend.inner, "Learner(precision=...)")
         self.model = model.to(self.backend).require_grad()
         self.optimizer, self.loss = optimizer, loss
         self.schedule = resolve(schedule, optimizer.lr)
@@ -159,7 +173,7 @@ class Learner:
             batches.set_epoch(epoch)
         for batch in batches:
             inputs, target = self._split(batch, self.backend.inner)
-            output = model(*inputs)
+            output = self._forward(model, inputs)
             loss = self._checked_loss(output, target)
             for metric in metrics:
                 metric.update(output, target, loss)
@@ -169,10 +183,14 @@ class Learner:
                    epoch: int, epochs: int) -> None:
         started = time.perf_counter()
         self.dashboard.start_epoch(epoch, epochs, _length(train))
+        skipped = self.precision.skipped_steps if self.precision is not None else 0
         trained = self._train_epoch(train, epoch)
         record: dict[str, Any] = {"epoch": epoch, "step": self.step,
                                   "lr": self.schedule(max(self.step - 1, 0)),
                                   "train": trained}
+        if self.precision is not None and self.precision.dynamic:
+            record["loss_scale"] = self.precision.scale_factor
+            record["skipped_steps"] = self.precision.skipped_steps - skipped
         if valid is not None:
             record["valid"] = self.evaluate(valid, epoch=epoch)
         record["seconds"] = time.perf_counter() - started
@@ -190,10 +208,17 @@ class Learner:
             self._best = (len(self.history) - 1, self.model.state_dict())
         self.dashboard.end_epoch(self._formatted(record), record["seconds"],
                                  f"lr {record['lr']:.3g}")
+        if record.get("skipped_steps"):
+            self.dashboard.message(
+                f"{record['skipped_steps']} step(s) of epoch {epoch + 1} skipped: their "
+                f"{self.precision.dtype.name} gradients overflowed; the loss scale is now "
+                f"{record['loss_scale']:g}")
         if self.checkpoints is not None:
-            self.checkpoints.save(epoch, self.model, self.optimizer,
-                                  {"step": self.step, "history": self.history,
-                                   "generators": generator_states(self.model)})
+            state = {"step": self.step, "history": self.history,
+                     "generators": generator_states(self.model)}
+            if self.precision is not None:
+                state["precision"] = self.precision.state_dict()
+            self.checkpoints.save(epoch, self.model, self.optimizer, state)
 
     def _train_epoch(self, batches: Iterable[Sequence[Any]], epoch: int) -> dict[str, float]:
         metrics = self._fresh_metrics()
@@ -207,9 +232,9 @@ class Learner:
             if self.capture:
                 output, loss = self._captured_step(inputs, target)
             else:
-                output = self.model(*inputs)
+                output = self._forward(self.model, inputs)
                 loss = self._checked_loss(output, target)
-                grads = loss.backward()
+                grads = self._backward(loss)
                 pending, count = (grads if pending is None else pending + grads), count + 1
                 if count == self.accumulate:
                     self._step(pending, count)
@@ -232,8 +257,13 @@ class Learner:
     # ---- pieces ----
 
     def _step(self, grads: Gradients, count: int) -> None:
-        """One optimizer step with the mean of ``count`` batches' gradients."""
-        if count > 1:
+        """One optimizer step with the mean of ``count`` batches' gradients (none when a
+        dynamic loss scale finds that they overflowed)."""
+        if self.precision is not None:
+            grads = self.precision.unscale(grads, 1.0 / count)
+            if grads is None:
+                return
+        elif count > 1:
             grads = grads.scaled(1.0 / count)
         if self.clip is not None:
             grads, _ = clip_grad_norm(grads, self.clip)
@@ -257,12 +287,24 @@ class Learner:
     def _train_step(self, model: Module, *batch: Tensor) -> tuple[Module, Tensor, Tensor]:
         """Forward, loss, backward (clipped) and update: what ``capture`` replays."""
         *inputs, target = batch
-        output = model(*inputs)
+        output = self._forward(model, inputs)
         loss = self._checked_loss(output, target)
-        grads = loss.backward()
+        grads = self._backward(loss)
+        if self.precision is not None:  # a fixed scale (a dynamic one is refused above)
+            grads = self.precision.unscale(grads)
         if self.clip is not None:
             grads, _ = clip_grad_norm(grads, self.clip)
         return self.optimizer.step(model, grads), output.detach(), loss.detach()
+
+    def _forward(self, model: Module, inputs: list[Tensor]) -> Any:
+        """The model's output (in float32 under ``precision``, computed in its dtype)."""
+        amp = self.precision
+        if amp is None:
+            return model(*inputs)
+        return amp.output(amp.compute_model(model)(*amp.inputs(inputs)))
+
+    def _backward(self, loss: Tensor) -> Gradients:
+        return (loss if self.precision is None else self.precision.scale(loss)).backward()
 
     def _fresh_metrics(self) -> list[Metric]:
         # shallow copies: reset() gives each its own state, and the user's metric objects
@@ -300,6 +342,8 @@ class Learner:
         self._replace_model(model)
         restore_generators(self.model, state.get("generators", {}))  # none before they were kept
         self.step, self.history = state["step"], state["history"]
+        if self.precision is not None and "precision" in state:
+            self.precision.load_state_dict(state["precision"])
         self.epochs_done = state["epoch"] + 1
         self.dashboard.message(f"resumed from {self.checkpoints.path(state['epoch'])} "
                                f"(epoch {self.epochs_done}, step {self.step})")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from optest import expect_unsupported
 
 import burn
 from burn.backend.base import BurnError
@@ -58,3 +59,15 @@ def test_captured_training_follows_eager_training(backend):
     eager, _ = train_transformer.train(backend, **settings)
     captured, _ = train_transformer.train(backend, **settings, captured=True)
     np.testing.assert_allclose(captured, eager, rtol=1e-5)
+
+
+def test_mixed_precision_training_follows_the_reference(backend):
+    """Three steps computed in bfloat16 with float32 parameters (``precision="bfloat16"``)
+    follow float64 NumPy's float32 losses to bfloat16's rounding (its unit in the last place
+    is 2**-8); a backend without bfloat16 refuses it, naming the dtype."""
+    if "bfloat16" not in backend.dtypes:
+        expect_unsupported(backend, "bfloat16", lambda: train_transformer.train(
+            backend, **FOLLOW, precision="bfloat16"))
+        return
+    losses, _ = train_transformer.train(backend, **FOLLOW, precision="bfloat16")
+    np.testing.assert_allclose(losses, _numpy_losses(), rtol=2.0 ** -8)
