@@ -3,14 +3,15 @@
 
 The network: conv 3x3 (3 -> C) -> ReLU -> conv 3x3 stride 2 (C -> 2C) -> ReLU -> conv 3x3
 stride 2 (2C -> 4C) -> ReLU -> adaptive average pool to 1x1 -> flatten -> linear to 10
-classes; ``cross_entropy`` on integer labels, ``AdamW``. The same weights start both
+classes (``--batch-norm``: a ``BatchNorm2d`` after each convolution, in training mode);
+``cross_entropy`` on integer labels, ``AdamW``. The same weights start both
 libraries, which then take the same steps on one batch: the losses of the first three steps
 and of the last (after every timed step, so the captured replays too) are printed side by
 side. Times are medians of synchronized steps (wall clock, host included) after the warm-up
 (burn's first steps compile and tune).
 
     source .whl/gpu-env.sh && python3 bench/cnn_captured_gpu_bench.py [--cases "N,C,H;..."]
-        [--dtype bfloat16|float32]
+        [--dtype bfloat16|float32] [--batch-norm]
 """
 
 from __future__ import annotations
@@ -36,32 +37,36 @@ import burn  # noqa: E402
 CASES = [(64, 32, 32), (32, 64, 64), (128, 16, 32)]  # (batch, channels, image side)
 
 
-def torch_model(c: int, dtype: torch.dtype) -> torch.nn.Module:
-    return torch.nn.Sequential(
-        torch.nn.Conv2d(3, c, 3, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(c, 2 * c, 3, stride=2, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(2 * c, 4 * c, 3, stride=2, padding=1), torch.nn.ReLU(),
-        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4 * c, 10),
-    ).cuda().to(dtype)
+def _layers(nn: Any, c: int, batch_norm: bool, **dtype: Any) -> list[Any]:
+    """The network's layers from ``nn`` (torch.nn or burn.nn)."""
+    layers = []
+    for index, (cin, cout) in enumerate(((3, c), (c, 2 * c), (2 * c, 4 * c))):
+        layers.append(nn.Conv2d(cin, cout, 3, stride=1 if index == 0 else 2, padding=1,
+                                **dtype))
+        if batch_norm:
+            layers.append(nn.BatchNorm2d(cout, **dtype))
+        layers.append(nn.ReLU())
+    return layers + [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * c, 10, **dtype)]
 
 
-def burn_model(c: int, dtype: Any, weights: list[np.ndarray]) -> burn.nn.Module:
-    nn = burn.nn
-    model = nn.Sequential(
-        nn.Conv2d(3, c, 3, padding=1, dtype=dtype), nn.ReLU(),
-        nn.Conv2d(c, 2 * c, 3, stride=2, padding=1, dtype=dtype), nn.ReLU(),
-        nn.Conv2d(2 * c, 4 * c, 3, stride=2, padding=1, dtype=dtype), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4 * c, 10, dtype=dtype))
-    names = [name for name, _ in model.named_parameters()]
+def torch_model(c: int, dtype: torch.dtype, batch_norm: bool) -> torch.nn.Module:
+    return torch.nn.Sequential(*_layers(torch.nn, c, batch_norm)).cuda().to(dtype)
+
+
+def burn_model(c: int, dtype: Any, batch_norm: bool, weights: list[np.ndarray]
+               ) -> burn.nn.Module:
+    model = burn.nn.Sequential(*_layers(burn.nn, c, batch_norm, dtype=dtype))
+    names = [name for name, _ in model.named_parameters()]  # running statistics included
     return model.load_state_dict(dict(zip(names, weights)))
 
 
-def steps(n: int, c: int, side: int, dtype: str, captured: bool
+def steps(n: int, c: int, side: int, dtype: str, captured: bool, batch_norm: bool = False
           ) -> tuple[Callable[[], None], Callable[[], None], list[float], list[float]]:
     """(burn's step, torch's step, their first losses) for one case."""
     torch_dtype = getattr(torch, dtype)
-    theirs = torch_model(c, torch_dtype)
-    weights = [p.detach().float().cpu().numpy() for p in theirs.parameters()]
+    theirs = torch_model(c, torch_dtype, batch_norm)
+    weights = [v.detach().float().cpu().numpy() for k, v in theirs.state_dict().items()
+               if not k.endswith("num_batches_tracked")]  # burn counts no batches
     x = torch.randn(n, 3, side, side, device="cuda").to(torch_dtype)
     labels = torch.randint(0, 10, (n,), device="cuda")
     their_opt = torch.optim.AdamW(theirs.parameters(), lr=1e-3)
@@ -75,7 +80,8 @@ def steps(n: int, c: int, side: int, dtype: str, captured: bool
         their_losses.append(loss)
 
     ad = burn.Autodiff(burn.Cuda())
-    state = {"model": burn_model(c, getattr(burn, dtype), weights).to(ad).require_grad()}
+    state = {"model": burn_model(c, getattr(burn, dtype), batch_norm,
+                                 weights).to(ad).require_grad()}
     optimizer = burn.optim.AdamW(lr=1e-3)
     xb = from_torch(x, ad)
     # labels from NumPy: their bounds are known at upload, so no read-back checks them
@@ -99,15 +105,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", help='"N,C,H;..." (default: the list here)')
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    parser.add_argument("--batch-norm", action="store_true",
+                        help="a BatchNorm2d after each convolution")
     args = parser.parse_args()
     cases = [tuple(map(int, c.split(","))) for c in args.cases.split(";")] if args.cases \
         else CASES
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {args.dtype}; ratio: "
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {args.dtype}"
+          f"{', batch norm' if args.batch_norm else ''}; ratio: "
           f"torch's step time over burn's (above 1: burn is faster)")
     for n, c, side in cases:
         row: dict[str, object] = {"case": f"N={n} C={c} H=W={side}"}
         for captured in (False, True):
-            ours, theirs, our_losses, their_losses = steps(n, c, side, args.dtype, captured)
+            ours, theirs, our_losses, their_losses = steps(n, c, side, args.dtype, captured,
+                                                           args.batch_norm)
             for _ in range(3):  # the same first steps: losses compared
                 ours()
                 theirs()

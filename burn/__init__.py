@@ -11,6 +11,9 @@ Example:
     (2, 2)
 """
 
+import importlib
+from typing import Any
+
 from cubepy import (
     DType,
     bfloat16,
@@ -26,7 +29,7 @@ from cubepy import (
 )
 from cubepy import bool as bool  # noqa: A004 - burn.bool is the dtype, as torch.bool
 
-from . import data, nn, onnx, optim, record, train
+from . import data, nn, optim, record, train
 from .autodiff import Autodiff, Gradients
 from .backend import (
     Backend,
@@ -44,6 +47,14 @@ from .tensor import Tensor, family_functions
 
 _FUNCTIONS = family_functions()
 globals().update(_FUNCTIONS)
+
+
+def __getattr__(name: str) -> Any:
+    # burn.onnx (its operator tables, about 40 ms) is imported on first use
+    if name == "onnx":
+        return importlib.import_module(".onnx", __name__)
+    raise AttributeError(f"module 'burn' has no attribute {name!r}")
+
 
 __all__ = [
     "Autodiff", "Backend", "BurnError", "Cpu", "Cuda", "DType", "Fusion", "Gradients", "NumPy",

@@ -348,3 +348,19 @@ def cast(ctx: Context, x: View, dtype: DType) -> View:
 def copy(ctx: Context, x: View) -> View:
     """A contiguous copy of any view."""
     return unary(ctx, "identity", x, x.dtype, x.dtype)
+
+
+def copy_into(ctx: Context, target: View, source: View) -> None:
+    """Write ``source`` (any layout) into the dense ``target`` of its shape and dtype."""
+    if not target.is_contiguous or target.shape != source.shape or \
+            target.dtype != source.dtype:
+        raise ValueError(f"copy_into: a dense {target.dtype.name}{list(target.shape)} target "
+                         f"takes a source of its shape and dtype, got "
+                         f"{source.dtype.name}{list(source.shape)}")
+    for part in launch_plan(source.shape, [source]):
+        block = ctx.block(part.numel)
+        unary_kernel[(cube.cdiv(part.numel, block),)](
+            source.storage, *operand_args(part, 0), target.storage,
+            target.offset + part.out_offset, *layout_args(part), OP="identity",
+            CT=float_register(source.dtype), DT=target.dtype, RANK=part.layout.rank,
+            BLOCK=block, target=ctx.target)

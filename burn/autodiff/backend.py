@@ -209,6 +209,9 @@ class Autodiff(BackendOps, WrapperBackend):
         return self.record("gather", out, (x, None), lambda: indexing.gather_rule(
             self.inner, self.tensor(x), axis, self.tensor(index)))
 
+    def assign(self, target: View, source: View) -> None:
+        self.inner.assign(plain(target), plain(source))  # untracked, as the buffers it serves
+
     def take(self, x: View, axis: int, index: View) -> View:
         out = self.inner.take(plain(x), axis, plain(index))
         return self.record("take", out, (x, None), lambda: indexing.take_rule(

@@ -19,12 +19,20 @@ from .embedding import Embedding
 from .linear import Linear
 from .loss import binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss
 from .module import Module
-from .norm import LayerNorm, RMSNorm
+from .norm import (
+    BatchNorm,
+    BatchNorm1d,
+    BatchNorm2d,
+    GroupNorm,
+    InstanceNorm,
+    LayerNorm,
+    RMSNorm,
+)
 from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 
-__all__ = ["GELU", "AdaptiveAvgPool2d", "AvgPool2d", "Conv1d", "Conv2d", "ConvTranspose1d",
-           "ConvTranspose2d", "Dropout", "Embedding", "Flatten", "LayerNorm", "Linear",
-           "MaxPool2d", "Module", "MultiHeadAttention", "RMSNorm", "ReLU", "Sequential", "SiLU",
-           "Sigmoid", "Softmax", "Tanh", "TransformerEncoderLayer",
-           "binary_cross_entropy_with_logits", "cross_entropy", "init", "l1_loss",
-           "mse_loss", "nll_loss"]
+__all__ = ["GELU", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d",
+           "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Dropout", "Embedding",
+           "Flatten", "GroupNorm", "InstanceNorm", "LayerNorm", "Linear", "MaxPool2d", "Module",
+           "MultiHeadAttention", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
+           "Tanh", "TransformerEncoderLayer", "binary_cross_entropy_with_logits",
+           "cross_entropy", "init", "l1_loss", "mse_loss", "nll_loss"]

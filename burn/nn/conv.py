@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from ..backend.base import Backend, BurnError
-from ..tensor import conv_transpose, linalg
+from ..tensor import conv_transpose, index, linalg
 from ..tensor.tensor import Tensor
 from .init import fan_in_uniform
 from .module import Module
@@ -42,18 +42,40 @@ def _parameters(layer: Module, in_channels: int, out_channels: int, groups: int,
                     if bias else None)
 
 
+# torch's padding_mode names -> burn.pad's modes (zeros is the convolution's own padding)
+PADDING_MODES = {"zeros": None, "reflect": "reflect", "replicate": "replicate",
+                 "circular": "circular"}
+
+
 class _Conv(Module):
+    """A convolution; ``padding_mode`` other than ``"zeros"`` pads the input by
+    ``burn.pad`` in that mode first (torch's ``padding_mode``)."""
+
     spatial = 2
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
                  dtype: Any = None, backend: Backend | str | None = None,
-                 generator: Any = None):
+                 generator: Any = None, padding_mode: str = "zeros"):
+        if padding_mode not in PADDING_MODES:
+            raise BurnError(f"{type(self).__name__}: padding_mode must be one of "
+                            f"{', '.join(PADDING_MODES)}, got {padding_mode!r}")
         kernel = _pair(kernel_size, self.spatial)
         self.weight, self.bias = _parameters(
             self, in_channels, out_channels, groups, (out_channels, in_channels // groups,
                                                       *kernel), bias, dtype, backend, generator)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.padding_mode = padding_mode
+
+    def _padded(self, x: Tensor) -> tuple[Tensor, Any]:
+        """The input and the padding left for the convolution itself."""
+        mode = PADDING_MODES[self.padding_mode]
+        if mode is None:
+            return x, self.padding
+        pads = []  # burn.pad lists (before, after) from the last axis backwards
+        for amount in reversed(_pair(self.padding, self.spatial)):
+            pads += [amount, amount]
+        return index.pad(x, pads, mode=mode), 0
 
 
 class Conv1d(_Conv):
@@ -62,16 +84,18 @@ class Conv1d(_Conv):
     spatial = 1
 
     def forward(self, x: Tensor) -> Tensor:
-        return linalg.conv1d(x, self.weight, self.bias, self.stride, self.padding,
-                             self.dilation, self.groups)
+        x, padding = self._padded(x)
+        return linalg.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                             self.groups)
 
 
 class Conv2d(_Conv):
     """2-D convolution of (N, C, H, W) inputs."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return linalg.conv2d(x, self.weight, self.bias, self.stride, self.padding,
-                             self.dilation, self.groups)
+        x, padding = self._padded(x)
+        return linalg.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                             self.groups)
 
 
 class _ConvTranspose(Module):

@@ -38,6 +38,9 @@ class Module:
 
     #: False after ``eval()``: layers such as ``Dropout`` act as in inference
     training: bool = True
+    #: the tensor attributes that are state, not trained (``BatchNorm``'s running
+    #: statistics): listed and saved as parameters are, never tracked for gradients
+    buffer_names: tuple[str, ...] = ()
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} defines no forward()")
@@ -86,6 +89,16 @@ class Module:
                     found.extend(item.named_modules(path + "."))
         return found
 
+    def buffer_paths(self) -> set[str]:
+        """The paths of the tensors that are buffers (see ``buffer_names``).
+
+        Example:
+            >>> sorted(burn.nn.Sequential(burn.nn.BatchNorm(3)).buffer_paths())
+            ['layers.0.running_mean', 'layers.0.running_var']
+        """
+        return {f"{path}.{name}" if path else name for path, module in self.named_modules()
+                for name in module.buffer_names if getattr(module, name, None) is not None}
+
     def parameters(self) -> list[Tensor]:
         """Every parameter, in ``named_parameters``'s order."""
         return [p for _, p in self.named_parameters()]
@@ -119,9 +132,12 @@ class Module:
 
     def require_grad(self) -> Module:
         """The module with every float parameter a leaf of its Autodiff backend's graph (the
-        parameters must live on an ``burn.Autodiff`` backend: ``module.to(burn.Autodiff(b))``).
+        parameters must live on an ``burn.Autodiff`` backend: ``module.to(burn.Autodiff(b))``);
+        buffers stay untracked.
         """
-        return self.map_parameters(lambda name, p: p.require_grad() if p.dtype.is_float else p)
+        buffers = self.buffer_paths()
+        return self.map_parameters(lambda name, p: p.require_grad()
+                                   if p.dtype.is_float and name not in buffers else p)
 
     def detach(self) -> Module:
         """The module with no parameter tracked (for inference inside an Autodiff backend)."""

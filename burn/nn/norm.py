@@ -1,4 +1,5 @@
-"""``LayerNorm`` and ``RMSNorm`` over the last axes, with learned scales (and shifts).
+"""``LayerNorm`` and ``RMSNorm`` over the last axes, ``GroupNorm`` and ``InstanceNorm`` over
+groups of channels, ``BatchNorm`` over the batch, with learned scales (and shifts).
 
 Example:
     >>> norm = burn.nn.LayerNorm(4)
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend.base import Backend
+from cubepy.ir import dtypes as dt
+
+from ..backend.base import Backend, BurnError
 from ..tensor import creation, reduce
 from ..tensor.tensor import Tensor
 from .module import Module
@@ -50,3 +53,120 @@ class RMSNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return reduce.rms_norm(x, self.shape, self.weight, self.eps)
+
+
+class GroupNorm(Module):
+    """``burn.group_norm``: (N, C, ...) normalized over each of ``num_groups`` groups of
+    channels, then a learned scale and shift per channel (``affine``).
+
+    Example:
+        >>> norm = burn.nn.GroupNorm(2, 4)
+        >>> norm(burn.ones((3, 4, 5, 5))).shape
+        (3, 4, 5, 5)
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, dtype: Any = None, backend: Backend | str | None = None):
+        if num_channels % num_groups:
+            raise BurnError(f"GroupNorm: num_groups {num_groups} must divide num_channels "
+                            f"{num_channels}")
+        self.num_groups, self.eps = num_groups, eps
+        self.weight = creation.ones(num_channels, dtype=dtype, backend=backend) if affine \
+            else None
+        self.bias = creation.zeros(num_channels, dtype=dtype, backend=backend) if affine \
+            else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return reduce.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class InstanceNorm(GroupNorm):
+    """Each channel of each item of (N, C, ...) normalized over its positions (a group per
+    channel), with a learned scale and shift per channel if ``affine``; no running
+    statistics (torch's ``InstanceNorm2d`` default).
+
+    Example:
+        >>> burn.nn.InstanceNorm(3)(burn.rand(2, 3, 4, 4)).shape
+        (2, 3, 4, 4)
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, affine: bool = False,
+                 dtype: Any = None, backend: Backend | str | None = None):
+        super().__init__(num_features, num_features, eps, affine, dtype, backend)
+
+
+class BatchNorm(Module):
+    """(N, C, ...) normalized per channel over the batch and the positions, then a learned
+    scale and shift per channel (``affine``): torch's ``BatchNorm1d``/``2d``/``3d``.
+
+    In training mode it normalizes by the batch's mean and biased variance and, with
+    ``track_running_stats``, moves ``running_mean`` and ``running_var`` (the unbiased
+    variance) toward them by ``momentum``; in inference mode (``eval()``) it normalizes by
+    those running statistics. They are buffers (``buffer_names``): saved with the
+    parameters, never trained, and updated in place on the device, so every copy of the
+    module (the optimizer's next model, a mixed-precision compute copy, a captured step's
+    graph) sees the same statistics. 16-bit inputs are normalized in float32.
+
+    Example:
+        >>> norm = burn.nn.BatchNorm(2)
+        >>> x = burn.tensor([[0.0, 10.0], [2.0, 30.0]])
+        >>> norm(x).tolist()  # doctest: +ELLIPSIS
+        [[-0.99..., -0.99...], [0.99..., 0.99...]]
+        >>> [[round(v, 4) for v in t.tolist()] for t in (norm.running_mean, norm.running_var)]
+        [[0.1, 2.0], [1.1, 20.9]]
+    """
+
+    buffer_names = ("running_mean", "running_var")
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, dtype: Any = None,
+                 backend: Backend | str | None = None):
+        if not 0.0 <= momentum <= 1.0:
+            raise BurnError(f"BatchNorm: momentum must be in [0, 1], got {momentum}")
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.weight = creation.ones(num_features, dtype=dtype, backend=backend) if affine \
+            else None
+        self.bias = creation.zeros(num_features, dtype=dtype, backend=backend) if affine \
+            else None
+        track = track_running_stats
+        self.running_mean = creation.zeros(num_features, dtype=dtype, backend=backend) if track \
+            else None
+        self.running_var = creation.ones(num_features, dtype=dtype, backend=backend) if track \
+            else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        channels = self.num_features
+        if x.ndim < 2 or x.shape[1] != channels:
+            raise BurnError(f"BatchNorm({channels}): expects inputs (N, {channels}, ...), got "
+                            f"shape {x.shape}")
+        axes = (0, *range(2, x.ndim))
+        per_channel = (1, channels) + (1,) * (x.ndim - 2)
+        values = x.to(dt.float32) if x.dtype.bits < 32 else x
+        if self.training or self.running_mean is None:
+            count = x.numel() // channels if channels else 0
+            if self.training and count < 2:
+                raise BurnError(f"BatchNorm({channels}): training needs more than one value "
+                                f"per channel to take a variance, got shape {x.shape}")
+            mean = values.mean(axis=axes, keepdim=True)
+            centered = values - mean
+            var = (centered * centered).mean(axis=axes, keepdim=True)
+            if self.training and self.running_mean is not None:
+                self._track(mean.detach().reshape(channels),
+                            var.detach().reshape(channels) * (count / (count - 1)))
+        else:
+            centered = values - self.running_mean.reshape(per_channel).to(values.dtype)
+            var = self.running_var.reshape(per_channel).to(values.dtype)
+        out = centered * (var + self.eps).rsqrt()
+        if self.weight is not None:
+            out = out * self.weight.reshape(per_channel) + self.bias.reshape(per_channel)
+        return out.to(x.dtype)
+
+    def _track(self, mean: Tensor, unbiased_var: Tensor) -> None:
+        """Move the running statistics toward this batch's, in place."""
+        keep = 1.0 - self.momentum
+        for running, batch in ((self.running_mean, mean), (self.running_var, unbiased_var)):
+            moved = running * keep + batch.to(running.dtype) * self.momentum
+            running.backend.assign(running.prim, moved.prim)
+
+
+BatchNorm1d = BatchNorm2d = BatchNorm  # torch's names: one class serves every rank

@@ -218,10 +218,20 @@ def instance_norm(attrs: Attributes, x: Tensor, scale: Tensor, bias: Tensor) -> 
     axes = tuple(range(2, x.ndim))
     if not axes:
         raise BurnError(f"InstanceNormalization: the input {x.shape} has no spatial axis")
-    centered = x - ops.mean(x, axes, True)
-    var = ops.mean(centered * centered, axes, True)
-    normalized = centered * ops.rsqrt(var + attrs.float("epsilon", 1e-5))
-    return normalized * _per_channel(scale, x.ndim) + _per_channel(bias, x.ndim)
+    return ops.group_norm(x, x.shape[1], scale, bias, attrs.float("epsilon", 1e-5))
+
+
+@operator("GroupNormalization")
+def group_norm(attrs: Attributes, x: Tensor, scale: Tensor, bias: Tensor) -> Tensor:
+    groups = attrs.int("num_groups")
+    if x.ndim < 2 or groups < 1 or x.shape[1] % groups:
+        raise BurnError(f"GroupNormalization: num_groups {groups} must divide the channels "
+                        f"of the input {x.shape}")
+    if attrs.version < 21 and scale.shape == (groups,):  # opset 18: one scale per group
+        per_group = x.shape[1] // groups
+        scale, bias = (ops.reshape(ops.expand(ops.reshape(v, groups, 1), groups, per_group),
+                                   x.shape[1]) for v in (scale, bias))
+    return ops.group_norm(x, groups, scale, bias, attrs.float("epsilon", 1e-5))
 
 
 # ---- Resize ----

@@ -207,8 +207,9 @@ def tile(attrs: Attributes, x: Tensor, repeats: np.ndarray) -> Tensor:
 def pad(attrs: Attributes, x: Tensor, pads: np.ndarray | None = None,
         value: np.ndarray | None = None, axes: np.ndarray | None = None) -> Tensor:
     mode = attrs.str("mode", "constant")
-    if mode != "constant":
-        raise attrs.refuse(f"mode={mode!r}", "only mode='constant' pads")
+    if mode not in _PAD_MODES:
+        raise BurnError(f"Pad: mode={mode!r} is not one ONNX defines "
+                        f"({', '.join(_PAD_MODES)})")
     if attrs.version < 11:
         listed, fill = attrs.ints("pads"), attrs.float("value", 0.0)
     else:
@@ -224,7 +225,13 @@ def pad(attrs: Attributes, x: Tensor, pads: np.ndarray | None = None,
     torch_order = []  # burn.pad lists (before, after) from the last axis backwards
     for axis in reversed(range(x.ndim)):
         torch_order += [before.get(axis, 0), after.get(axis, 0)]
+    if mode != "constant":
+        return ops.pad(x, torch_order, mode=_PAD_MODES[mode])
     return ops.pad(x, torch_order, fill)
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "edge": "replicate",
+              "wrap": "circular"}  # ONNX's names, burn.pad's
 
 
 @operator("Trilu", host=(1,))

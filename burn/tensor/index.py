@@ -38,6 +38,7 @@ from cubepy.ir.dtypes import DType
 
 from ..backend import bounds
 from ..backend.base import Backend, BurnError
+from .creation import from_numpy
 from .elementwise import as_tensor_like, check_scalar
 from .tensor import Tensor, normalize_axis, same_backend, tensor_method
 from .views import broadcast_shapes, contiguous, expand, reshape, unsqueeze
@@ -250,14 +251,23 @@ def stack(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     return cat([unsqueeze(t, a) for t in tensors], a)
 
 
-def pad(x: Tensor, pads: Sequence[int], value: Any = 0) -> Tensor:
-    """``x`` padded with ``value`` (torch's constant ``F.pad``): ``pads`` lists
-    ``(before, after)`` counts from the last axis backwards,
-    ``(last_before, last_after, second_last_before, ...)``. Negative pads are refused.
+PAD_MODES = ("constant", "reflect", "replicate", "circular")
+_PAD_TABLES: dict[tuple, Tensor] = {}  # device index tables of the non-constant modes
+_PAD_TABLES_KEPT = 64
+
+
+def pad(x: Tensor, pads: Sequence[int], value: Any = 0, mode: str = "constant") -> Tensor:
+    """``x`` padded as torch's ``F.pad``: ``pads`` lists ``(before, after)`` counts from the
+    last axis backwards, ``(last_before, last_after, second_last_before, ...)``. ``mode``:
+    ``"constant"`` fills with ``value``; ``"reflect"`` mirrors the tensor about its edge
+    elements (pads shorter than the axis), ``"replicate"`` repeats the edge elements,
+    ``"circular"`` wraps around (pads at most the axis). Negative pads are refused.
 
     Example:
         >>> burn.pad(burn.ones((1, 2)), (1, 0, 0, 1)).tolist()
         [[0.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
+        >>> burn.pad(burn.tensor([1, 2, 3]), (2, 1), mode="reflect").tolist()
+        [3, 2, 1, 2, 3, 2]
     """
     pads = [int(p) for p in pads]
     if len(pads) % 2 or len(pads) > 2 * x.ndim:
@@ -266,15 +276,50 @@ def pad(x: Tensor, pads: Sequence[int], value: Any = 0) -> Tensor:
     if any(p < 0 for p in pads):
         raise BurnError(f"pad: negative pads {tuple(pads)} (cropping) are not supported; slice "
                         f"the tensor of shape {x.shape} instead")
+    if mode not in PAD_MODES:
+        raise BurnError(f"pad: mode must be one of {', '.join(PAD_MODES)}, got {mode!r}")
+    pairs = [(0, 0)] * x.ndim
+    for i in range(len(pads) // 2):
+        pairs[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    if mode != "constant":
+        if value != 0:
+            raise BurnError(f"pad: a value ({value!r}) is only used by mode='constant', not "
+                            f"{mode!r}")
+        for axis, (before, after) in enumerate(pairs):
+            if before or after:
+                x = index_select(x, axis, _pad_table(x, axis, before, after, mode))
+        return x
     if isinstance(value, str) or not isinstance(value, (int, float, np.number, np.bool_)):
         raise BurnError(f"pad: the value must be a number, got {value!r} "
                         f"({type(value).__name__}); for a tensor of shape {x.shape} and "
                         f"dtype {x.dtype.name}")
     check_scalar("pad", value, x.dtype, "pass a value the tensor's dtype holds")
-    pairs = [(0, 0)] * x.ndim
-    for i in range(len(pads) // 2):
-        pairs[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
     return Tensor(x.backend.pad(x.prim, pairs, value), x.backend)
+
+
+def _pad_table(x: Tensor, axis: int, before: int, after: int, mode: str) -> Tensor:
+    """Which element of ``axis`` each padded position reads: built on the host once per
+    (backend, size, pads, mode) and kept on the device (a captured step uploads nothing)."""
+    size = x.shape[axis]
+    if size == 0:
+        raise BurnError(f"pad: mode={mode!r} has no element to read on axis {axis} of size 0 "
+                        f"(shape {x.shape}); use mode='constant'")
+    longest = {"reflect": size - 1, "circular": size}.get(mode)
+    if longest is not None and max(before, after) > longest:
+        raise BurnError(f"pad: mode={mode!r} pads axis {axis} (size {size}) by at most "
+                        f"{longest} on each side, got ({before}, {after}); use "
+                        f"mode='constant' or 'replicate' for longer pads")
+    key = (x.backend, size, before, after, mode)
+    if key not in _PAD_TABLES:
+        if len(_PAD_TABLES) >= _PAD_TABLES_KEPT:
+            _PAD_TABLES.pop(next(iter(_PAD_TABLES)))
+        position = np.arange(-before, size + after)
+        last = size - 1
+        table = {"reflect": last - np.abs(last - np.abs(position)),
+                 "replicate": np.clip(position, 0, last),
+                 "circular": position % size}[mode]
+        _PAD_TABLES[key] = from_numpy(table.astype(np.int32), backend=x.backend)
+    return _PAD_TABLES[key]
 
 
 @tensor_method

@@ -37,8 +37,9 @@ from ..backend.base import Backend, BurnError
 from .tensor import Tensor, normalize_axes, normalize_axis, same_backend, tensor_method
 from .views import reshape
 
-__all__ = ["all", "any", "argmax", "argmin", "cumprod", "cumsum", "layer_norm", "log_softmax",
-           "logsumexp", "max", "mean", "min", "prod", "rms_norm", "softmax", "std", "sum", "var"]
+__all__ = ["all", "any", "argmax", "argmin", "cumprod", "cumsum", "group_norm", "layer_norm",
+           "log_softmax", "logsumexp", "max", "mean", "min", "prod", "rms_norm", "softmax", "std",
+           "sum", "var"]
 
 
 # ---------------------------------------------------------------- dtype rules
@@ -405,3 +406,40 @@ def rms_norm(x: Tensor, normalized_shape: Any, weight: Tensor | None = None,
     view = x.backend.rms_norm(x.prim, k, weight.prim if weight is not None else None,
                               float(eps), compute, out)
     return Tensor(view, x.backend)
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalize ``x`` of shape (N, C, ...) over each of ``num_groups`` groups of
+    consecutive channels (and all their positions), then scale and shift each channel by
+    ``weight`` and ``bias`` of shape (C,): torch's ``group_norm``. ``num_groups`` equal to C
+    is instance normalization; 1 normalizes each item as a whole.
+
+    Example:
+        >>> x = burn.arange(16.0).reshape(2, 4, 2)
+        >>> y = burn.group_norm(x, 2)
+        >>> round(y[0, :2].mean().item(), 6), round((y[0, :2] ** 2).mean().item(), 3)
+        (0.0, 1.0)
+    """
+    if x.ndim < 2:
+        raise BurnError(f"group_norm: the input must be (N, C, ...), got shape {x.shape}")
+    n, channels = x.shape[:2]
+    if not isinstance(num_groups, (int, np.integer)) or num_groups < 1 or \
+            channels % num_groups:
+        raise BurnError(f"group_norm: num_groups must be an int >= 1 dividing the {channels} "
+                        f"channels of the input {x.shape}, got {num_groups!r}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            same_backend("group_norm", x, p)
+            if p.shape != (channels,):
+                raise BurnError(f"group_norm: {name} has shape {p.shape}; expected "
+                                f"({channels},), one per channel of the input {x.shape}")
+    size = (channels // num_groups) * math.prod(x.shape[2:])
+    grouped = reshape(x, (n, num_groups, size))
+    out = reshape(layer_norm(grouped, (size,), eps=eps), x.shape)
+    per_channel = (channels,) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        out = out * reshape(weight, per_channel)
+    if bias is not None:
+        out = out + reshape(bias, per_channel)
+    return out

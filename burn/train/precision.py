@@ -98,8 +98,10 @@ class MixedPrecision:
 
     def compute_model(self, model: Module) -> Module:
         """``model`` with each float parameter cast to the compute dtype (recorded, so the
-        gradients reach the parameters themselves, in their own dtype)."""
-        return model.map_parameters(lambda name, p: self._cast(p))
+        gradients reach the parameters themselves, in their own dtype); buffers (``BatchNorm``'s
+        running statistics) are the model's own, so their updates reach it."""
+        buffers = model.buffer_paths()  # BatchNorm's statistics: float32, updated in place
+        return model.map_parameters(lambda name, p: p if name in buffers else self._cast(p))
 
     def inputs(self, values: Sequence[Any]) -> list[Any]:
         """The float tensors of ``values`` in the compute dtype; anything else as it is."""

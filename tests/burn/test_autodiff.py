@@ -152,6 +152,16 @@ def test_norms(backend, rng):
     check_gradients(lambda a, c, d: burn.layer_norm(a, (2, 4), c, d), [x, w, b], backend,
                     "float32", rng)
     check_gradients(lambda a, c: burn.rms_norm(a, 4, c[0]), [x, w], backend, "float32", rng)
+    images, scale, shift = normal(2, 4, 3)(rng), positive(4)(rng), normal(4)(rng)
+    check_gradients(lambda a, c, d: burn.group_norm(a, 2, c, d), [images, scale, shift],
+                    backend, "float32", rng)
+
+    def batch_norm(a, c, d):
+        layer = burn.nn.BatchNorm(4, backend=a.backend)  # fresh statistics on each call
+        layer.weight, layer.bias = c, d
+        return layer(a)
+
+    check_gradients(batch_norm, [images, scale, shift], backend, "float32", rng)
 
 
 def test_gather_take_scatter(backend, rng):
@@ -176,6 +186,13 @@ def test_pad_triangles_sort_topk(backend, rng):
             axis=0)[:4] * top.sum(axis=0)
 
     check_gradients(fn, [distinct(4, 4)(rng)], backend, "float32", rng)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes(backend, rng, mode):
+    """An element read by several padded positions sums their gradients."""
+    check_gradients(lambda x: burn.pad(x, (2, 1, 1, 0), mode=mode), [normal(3, 4)(rng)],
+                    backend, "float32", rng)
 
 
 def test_matmul(backend, rng):

@@ -418,7 +418,7 @@ def test_optimizer_bookkeeping_around_a_capture():
     optimizer.begin_capture()  # another step may be captured now
 
 
-def learner_run(backend, capture):
+def learner_run(backend, capture, precision=None):
     rng = np.random.default_rng(11)
     x = rng.normal(size=(72, 8)).astype(np.float32)
     y = rng.normal(size=(72, 4)).astype(np.float32)
@@ -426,7 +426,7 @@ def learner_run(backend, capture):
     learner = burn.train.Learner(
         Mlp(burn.Autodiff(backend)), optim.AdamW(lr=0.02), nn.mse_loss,
         schedule=optim.CosineDecay(0.02, total_steps=15), clip_grad_norm=1.0,
-        dashboard=False, capture=capture)
+        dashboard=False, capture=capture, precision=precision)
     return learner.fit(batches, epochs=3), learner
 
 
@@ -445,6 +445,41 @@ def test_learner_captures_its_steps(backend):
     for (path, p), (_, q) in zip(model.named_parameters(), eager_model.named_parameters()):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-7, err_msg=path)
     assert captured.optimizer.state_dict()["out.weight/step"] == 15
+
+
+@pytest.mark.gpu
+def test_learner_captures_mixed_precision_steps():
+    """``precision="bfloat16"`` captured: the casts of the parameters and their gradients'
+    casts back are in the graph, and the run equals the eager one."""
+    eager_model, eager = learner_run(burn.Cuda(), capture=False, precision="bfloat16")
+    model, captured = learner_run(burn.Cuda(), capture=True, precision="bfloat16")
+    np.testing.assert_allclose([r["train"]["loss"] for r in captured.history],
+                               [r["train"]["loss"] for r in eager.history], rtol=1e-5)
+    for (path, p), (_, q) in zip(model.named_parameters(), eager_model.named_parameters()):
+        assert str(p.dtype) == "f32", path
+        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-7, err_msg=path)
+
+
+@pytest.mark.gpu
+def test_captured_step_updates_batch_norm_statistics():
+    """BatchNorm's in-place updates of its running statistics are part of the graph: after
+    captured steps they are those of the same steps run eagerly."""
+    def run(capture):
+        generator = burn.Generator(2)
+        model = nn.Sequential(nn.Linear(8, 16, generator=generator), nn.BatchNorm(16),
+                              nn.Linear(16, 4, generator=generator)).to(burn.Cuda())
+        optimizer = optim.AdamW(lr=0.02)
+        step = burn.train.CapturedStep(train_step(optimizer), optimizer) if capture else \
+            train_step(optimizer)
+        model = model.to(burn.Autodiff(burn.Cuda())).require_grad()
+        for x in batches(model.layers[0].weight.backend):
+            model, _ = step(model, x)
+        return model.state_dict()
+
+    eager, captured = run(False), run(True)
+    for name, value in eager.items():
+        np.testing.assert_allclose(captured[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert not np.allclose(eager["layers.1.running_var"], 1.0)
 
 
 def test_learner_capture_takes_one_step_per_batch():

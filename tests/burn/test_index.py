@@ -153,6 +153,24 @@ def test_pad(backend, ref, rng, pads):
     check(lambda b: burn.pad(strided(b, x, "transposed"), pads, value=-2.5), backend, ref)
 
 
+NUMPY_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+@pytest.mark.parametrize("mode", sorted(NUMPY_PAD_MODES))
+def test_pad_modes(backend, rng, mode):
+    """reflect, replicate and circular against NumPy's reflect, edge and wrap, on a view,
+    with pads up to the longest each mode takes (the axis less one for reflect, the axis for
+    circular, any for replicate)."""
+    x = random_tensor(rng, (3, 4, 5), "float32")
+    pads = ({"reflect": 4, "circular": 5, "replicate": 9}[mode], 1, 0, 2, 2, 0)
+    got = burn.pad(strided(backend, x, "transposed"), pads, mode=mode)
+    want = np.pad(x, [(2, 0), (0, 2), (pads[0], 1)], mode=NUMPY_PAD_MODES[mode])
+    np.testing.assert_array_equal(got.numpy(), want)
+    ints = random_tensor(rng, (6,), "int32")
+    np.testing.assert_array_equal(burn.pad(on(backend, ints), (3, 2), mode=mode).numpy(),
+                                  np.pad(ints, (3, 2), mode=NUMPY_PAD_MODES[mode]))
+
+
 def test_pad_int_and_bool(backend, ref, rng):
     xi = random_tensor(rng, (3, 4), "int32")
     check(lambda b: burn.pad(on(b, xi), (1, 1), value=9), backend, ref)
@@ -316,6 +334,17 @@ def test_bad_arguments(backend):
         burn.stack([x, idx])
     with pytest.raises(burn.BurnError, match=r"pad: negative pads \(-1, 0\)"):
         burn.pad(x, (-1, 0))
+    with pytest.raises(burn.BurnError, match=r"pad: mode='reflect' pads axis 1 \(size 4\) "
+                                             r"by at most 3 on each side, got \(4, 0\)"):
+        burn.pad(x, (4, 0), mode="reflect")
+    with pytest.raises(burn.BurnError, match=r"pad: mode must be one of constant, reflect, "
+                                             r"replicate, circular, got 'mirror'"):
+        burn.pad(x, (1, 0), mode="mirror")
+    with pytest.raises(burn.BurnError, match=r"only used by mode='constant', not 'circular'"):
+        burn.pad(x, (1, 0), value=2.0, mode="circular")
+    with pytest.raises(burn.BurnError, match=r"pad: mode='replicate' has no element to read "
+                                             r"on axis 0 of size 0"):
+        burn.pad(on(backend, np.zeros((0, 2), "float32")), (0, 0, 1, 0), mode="replicate")
     with pytest.raises(burn.BurnError, match=r"repeat: needs a non-negative count for each of "
                                              r"the 2 axes of shape \(3, 4\)"):
         x.repeat(2)

@@ -44,6 +44,26 @@ def test_layers_match_the_functional_ops(backend, rng):
         assert_close(layer(x).numpy(), fn(x).numpy())
 
 
+@pytest.mark.parametrize("mode, numpy_mode", [("reflect", "reflect"), ("replicate", "edge"),
+                                              ("circular", "wrap")])
+def test_convolution_padding_modes(backend, ref, rng, mode, numpy_mode):
+    """padding_mode pads the input as NumPy's mode would, then convolves with no padding:
+    against the NumPy backend's convolution of NumPy's padded input."""
+    x = rng.normal(size=(2, 4, 6, 5)).astype(np.float32)
+    conv = nn.Conv2d(4, 3, 3, padding=(1, 2), padding_mode=mode,
+                     generator=burn.Generator(1)).to(backend)
+    padded = np.pad(x, [(0, 0), (0, 0), (1, 1), (2, 2)], mode=numpy_mode)
+    expected = burn.conv2d(burn.from_numpy(padded, backend=ref), conv.weight.to(ref),
+                           conv.bias.to(ref))
+    assert_close(conv(burn.from_numpy(x, backend=backend)).numpy(), expected.numpy())
+    line = x.reshape(2, 4, 30)
+    conv1 = nn.Conv1d(4, 2, 5, padding=2, padding_mode=mode, bias=False).to(backend)
+    expected = burn.conv1d(burn.from_numpy(np.pad(line, [(0, 0), (0, 0), (2, 2)],
+                                                  mode=numpy_mode), backend=ref),
+                           conv1.weight.to(ref))
+    assert_close(conv1(burn.from_numpy(line, backend=backend)).numpy(), expected.numpy())
+
+
 def test_norms_and_embedding(backend, rng):
     x = rng.normal(size=(3, 2, 4)).astype(np.float32)
     t = burn.from_numpy(x, backend=backend)
@@ -108,6 +128,9 @@ def test_module_errors(backend):
     with pytest.raises(burn.BurnError, match="6 input and 4 output channels must both divide "
                                              "into 4 groups"):
         nn.Conv2d(6, 4, 3, groups=4)
+    with pytest.raises(burn.BurnError, match="Conv2d: padding_mode must be one of zeros, "
+                                             "reflect, replicate, circular, got 'mirror'"):
+        nn.Conv2d(2, 2, 3, padding_mode="mirror")
     with pytest.raises(burn.BurnError, match=r"p must be in \[0, 1\), got 1.0"):
         nn.Dropout(1.0)
     with pytest.raises(burn.BurnError, match="give one or more modules"):

@@ -126,3 +126,138 @@ def test_bad_input(backend, rng):
     other = burn.from_numpy(np.ones(4, np.float32), backend="numpy")
     with pytest.raises(burn.BurnError, match="layer_norm: tensors are on different devices"):
         burn.layer_norm(x, 4, other)
+
+
+def group_norm_reference(x: np.ndarray, groups: int, weight=None, bias=None,
+                         eps: float = 1e-5) -> np.ndarray:
+    """torch's group_norm in float64: biased variance over each group's channels and
+    positions."""
+    n, c = x.shape[:2]
+    grouped = x.astype(np.float64).reshape(n, groups, -1)
+    mean = grouped.mean(axis=2, keepdims=True)
+    var = ((grouped - mean) ** 2).mean(axis=2, keepdims=True)
+    out = ((grouped - mean) / np.sqrt(var + eps)).reshape(x.shape)
+    per_channel = (c,) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        out = out * weight.astype(np.float64).reshape(per_channel)
+    if bias is not None:
+        out = out + bias.astype(np.float64).reshape(per_channel)
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("shape, groups", [((2, 6, 5, 3), 3), ((3, 4, 7), 4), ((2, 8), 1)])
+def test_group_norm(backend, rng, dtype, shape, groups):
+    """Groups of several channels, one channel a group (instance norm) and the whole item
+    (1 group), against float64, with a per-channel scale and shift."""
+    if _skip_unsupported(backend, rng, dtype):
+        return
+    x = random_tensor(rng, shape, dtype, -1, 5)  # a mean away from 0
+    w = random_tensor(rng, shape[1], dtype, 0.5, 1.5)
+    b_ = random_tensor(rng, shape[1], dtype, -1, 1)
+    got = burn.group_norm(on(backend, x), groups, on(backend, w), on(backend, b_))
+    want = group_norm_reference(x, groups, w, b_)
+    # bfloat16: the result is rounded once to 8 bits (computed in float32)
+    tolerance = 2.0 ** -8 if dtype == "bfloat16" else 1e-5
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=tolerance,
+                               atol=tolerance * np.abs(want).max())
+    assert got.dtype.name == dtype
+
+
+def test_group_and_instance_norm_layers(backend, rng):
+    x = random_tensor(rng, (2, 4, 3, 3), "float32", -2, 2)
+    layer = burn.nn.GroupNorm(2, 4, backend=backend)
+    layer.weight = on(backend, np.array([1.0, 2.0, 0.5, -1.0], np.float32))
+    np.testing.assert_allclose(layer(on(backend, x)).numpy(),
+                               group_norm_reference(x, 2, layer.weight.numpy(),
+                                                    np.zeros(4)), rtol=1e-5, atol=1e-5)
+    instance = burn.nn.InstanceNorm(4, backend=backend)
+    assert instance.parameters() == []  # affine=False by default, as torch's
+    np.testing.assert_allclose(instance(on(backend, x)).numpy(), group_norm_reference(x, 4),
+                               rtol=1e-5, atol=1e-5)
+    assert [n for n, _ in burn.nn.InstanceNorm(4, affine=True).named_parameters()] == [
+        "weight", "bias"]
+
+
+def test_group_norm_errors(backend, rng):
+    x = on(backend, random_tensor(rng, (2, 6, 4), "float32"))
+    with pytest.raises(burn.BurnError, match=r"num_groups must be an int >= 1 dividing the 6 "
+                                             r"channels"):
+        burn.group_norm(x, 4)
+    with pytest.raises(burn.BurnError, match=r"weight has shape \(4,\); expected \(6,\)"):
+        burn.group_norm(x, 3, on(backend, np.ones(4, np.float32)))
+    with pytest.raises(burn.BurnError, match=r"must be \(N, C, \.\.\.\), got shape \(6,\)"):
+        burn.group_norm(on(backend, np.ones(6, np.float32)), 3)
+    with pytest.raises(burn.BurnError, match="GroupNorm: num_groups 4 must divide"):
+        burn.nn.GroupNorm(4, 6)
+
+
+def batch_norm_reference(x: np.ndarray, weight: np.ndarray, bias: np.ndarray,
+                         eps: float = 1e-5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Training-mode batch norm in float64: the output, the batch mean and the unbiased
+    variance per channel."""
+    axes = (0, *range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    x = x.astype(np.float64)
+    mean, var = x.mean(axis=axes), x.var(axis=axes)
+    out = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    count = x.size // x.shape[1]
+    return (out * weight.reshape(shape) + bias.reshape(shape), mean,
+            var * count / (count - 1))
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5, 6), (8, 3)])
+def test_batch_norm(backend, rng, shape):
+    """Two training steps move the running statistics by momentum toward each batch's mean
+    and unbiased variance, in place; eval() then normalizes by them."""
+    norm = burn.nn.BatchNorm(3, momentum=0.2, backend=backend)
+    norm.weight = on(backend, np.array([1.0, 2.0, 0.5], np.float32))
+    norm.bias = on(backend, np.array([0.0, -1.0, 1.0], np.float32))
+    running_mean, running_var = norm.running_mean, norm.running_var
+    expected_mean, expected_var = np.zeros(3), np.ones(3)
+    for step in range(2):
+        x = random_tensor(rng, shape, "float32", -2, 2) * (step + 1) + 3.0
+        out, mean, var = batch_norm_reference(x, norm.weight.numpy(), norm.bias.numpy())
+        np.testing.assert_allclose(norm(on(backend, x)).numpy(), out, rtol=1e-5, atol=1e-5)
+        expected_mean = 0.8 * expected_mean + 0.2 * mean
+        expected_var = 0.8 * expected_var + 0.2 * var
+    assert norm.running_mean is running_mean  # the same tensor, written in place
+    np.testing.assert_allclose(running_mean.numpy(), expected_mean, rtol=1e-5)
+    np.testing.assert_allclose(running_var.numpy(), expected_var, rtol=1e-5)
+    x = random_tensor(rng, shape, "float32", -2, 2)
+    scale = norm.weight.numpy() / np.sqrt(expected_var + 1e-5)
+    per_channel = (1, 3) + (1,) * (len(shape) - 2)
+    want = (x - expected_mean.reshape(per_channel)) * scale.reshape(per_channel) + \
+        norm.bias.numpy().reshape(per_channel)
+    inference = norm.eval()
+    np.testing.assert_allclose(inference(on(backend, x)).numpy(), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(running_mean.numpy(), expected_mean, rtol=1e-5)  # unchanged
+
+
+def test_batch_norm_without_running_statistics_and_16_bit(backend, rng):
+    norm = burn.nn.BatchNorm(2, affine=False, track_running_stats=False, backend=backend)
+    assert norm.parameters() == [] and norm.buffer_paths() == set()
+    x = random_tensor(rng, (5, 2, 3), "float32")
+    want, _, _ = batch_norm_reference(x, np.ones(2), np.zeros(2))
+    np.testing.assert_allclose(norm.eval()(on(backend, x)).numpy(), want, rtol=1e-5,
+                               atol=1e-5)  # batch statistics in inference mode too
+    if not supports(backend, ["float16"]):
+        return
+    half = burn.nn.BatchNorm(2, backend=backend)
+    got = half(on(backend, x.astype(np.float16)))
+    assert got.dtype.name == "float16" and half.running_mean.dtype.name == "float32"
+    want, _, _ = batch_norm_reference(x.astype(np.float16), np.ones(2), np.zeros(2))
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want, rtol=2.0 ** -10,
+                               atol=2.0 ** -10 * np.abs(want).max())
+
+
+def test_batch_norm_errors(backend):
+    norm = burn.nn.BatchNorm(3, backend=backend)
+    with pytest.raises(burn.BurnError, match=r"BatchNorm\(3\): expects inputs \(N, 3, \.\.\.\), "
+                                             r"got shape \(2, 4\)"):
+        norm(on(backend, np.zeros((2, 4), np.float32)))
+    with pytest.raises(burn.BurnError, match="training needs more than one value per channel"):
+        norm(on(backend, np.zeros((1, 3), np.float32)))
+    norm.eval()(on(backend, np.zeros((1, 3), np.float32)))  # inference takes one
+    with pytest.raises(burn.BurnError, match=r"momentum must be in \[0, 1\], got 1.5"):
+        burn.nn.BatchNorm(3, momentum=1.5)

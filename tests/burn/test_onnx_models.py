@@ -290,8 +290,11 @@ def test_a_failing_node_is_named_with_its_error():
 def test_unsupported_attribute_values_say_what_to_do():
     x, volume = f32(2, 3), f32(1, 1, 2, 2, 2)
     cases = [(one_node("Pad", [x, Const(np.array([0, 1, 0, 1], np.int64))],
-                       {"mode": "reflect"}), x, "Pad: mode='reflect' is not supported yet; "
-                                                "only mode='constant' pads"),
+                       {"mode": "mirror"}), x, "Pad: mode='mirror' is not one ONNX defines "
+                                               r"\(constant, reflect, edge, wrap\)"),
+             (one_node("Pad", [x, Const(np.array([0, 3, 0, 0], np.int64))],
+                       {"mode": "reflect"}), x, r"pad: mode='reflect' pads axis 1 \(size 3\) "
+                                                r"by at most 2 on each side, got \(3, 0\)"),
              (one_node("MaxPool", [volume], {"kernel_shape": [2, 2, 2]}), volume,
               "MaxPool: a 3-d MaxPool .* is not supported yet; burn runs 1-d and 2-d ones"),
              (one_node("Dropout", [x, Const(np.array(0.5, np.float32)),

@@ -143,6 +143,9 @@ CASES = {
     "Tile": ("Tile", [f32(2, 3), i64(2, 1)], {}),
     "Pad": ("Pad", [IMG, i64(0, 0, 1, 2, 0, 0, 3, 0), Const(np.array(1.5, np.float32))], {}),
     "Pad_axes": ("Pad", [X, i64(1, 2), None, i64(-1)], {}),
+    "Pad_reflect": ("Pad", [IMG, i64(0, 0, 3, 2, 0, 0, 1, 5)], {"mode": "reflect"}),
+    "Pad_edge": ("Pad", [IMG, i64(0, 1, 0, 9, 0, 2, 0, 0)], {"mode": "edge"}),
+    "Pad_wrap": ("Pad", [X, i64(2, 1), None, i64(-1)], {"mode": "wrap"}, 19),
     "Trilu": ("Trilu", [f32(4, 5), Const(np.array(1, np.int64))], {}),
     "Trilu_lower": ("Trilu", [f32(2, 4, 4)], {"upper": 0}),
     "OneHot": ("OneHot", [Const(np.array([0, 2, -1], np.int64)), Const(np.array(4, np.int64)),
@@ -199,6 +202,10 @@ CASES = {
     "LayerNormalization_broadcast_scale": ("LayerNormalization", [X, Const(f32(1, 4))], {}),
     "InstanceNormalization": ("InstanceNormalization", [IMG, Const(f32(4)), Const(f32(4))],
                               {}),
+    "GroupNormalization": ("GroupNormalization", [IMG, Const(f32(4)), Const(f32(4))],
+                           {"num_groups": 2, "epsilon": 1e-3}, 21),
+    "GroupNormalization_opset18": ("GroupNormalization", [IMG, Const(f32(2)), Const(f32(2))],
+                                   {"num_groups": 2}),
 }
 
 

@@ -106,6 +106,25 @@ def test_learner_trains_in_mixed_precision(backend, dtype):
     assert learner.history[-1].get("skipped_steps", 0) == 0
 
 
+def test_batch_norm_statistics_stay_float32_and_are_updated(backend):
+    """A model with BatchNorm trained in bfloat16 (float16 where bfloat16 is missing): its
+    running statistics are the float32 model's own, moved by each step, never trained."""
+    dtype = "bfloat16" if supported(backend, "bfloat16") else "float16"
+    generator = burn.Generator(5)
+    model = nn.Sequential(nn.Linear(2, 8, generator=generator), nn.BatchNorm(8), nn.Tanh(),
+                          nn.Linear(8, 3, generator=generator)).to(backend)
+    learner = Learner(model, optim.AdamW(lr=0.05), nn.cross_entropy, precision=dtype,
+                      dashboard=False)
+    trained = learner.fit(loader(backend), epochs=2)
+    statistics = trained.layers[1]
+    assert str(statistics.running_mean.dtype) == "f32"
+    assert not np.allclose(statistics.running_mean.numpy(), 0.0)
+    assert not any(key.startswith("layers.1.running")
+                   for key in learner.optimizer.state_dict())
+    losses = [r["train"]["loss"] for r in learner.history]
+    assert losses[-1] < losses[0]
+
+
 def test_dynamic_loss_scale_skips_overflowing_steps(backend):
     """float16 from a scale of 2**24: the first steps' gradients overflow, are skipped (the
     parameters and the optimizer's count unchanged) and halve the scale; training then

@@ -7,6 +7,7 @@ from typing import Any
 
 import cubepy as cube
 from cubepy.ir.dtypes import DType
+from kernels import elementwise as elementwise_kernels
 from kernels import index as index_kernels
 from kernels import sort as sort_kernels
 from kernels.layout import View
@@ -17,6 +18,9 @@ from .core import CubeCore
 
 
 class CubeIndex(CubeCore, IndexOps):
+    def assign(self, target: View, source: View) -> None:
+        elementwise_kernels.copy_into(self.ctx, target, source)
+
     def index_range(self, index: View) -> tuple[int, int]:
         lo, hi = self.to_numpy(index_kernels.index_range(self.ctx, index)).tolist()
         return int(lo), int(hi)

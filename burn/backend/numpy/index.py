@@ -36,6 +36,9 @@ def _coordinates(shape: Sequence[int], axis: int, index: np.ndarray) -> tuple[An
 
 
 class NumpyIndex(NumpyCore, IndexOps):
+    def assign(self, target: View, source: View) -> None:
+        self.array(target)[...] = self.array(source)
+
     def index_range(self, index: View) -> tuple[int, int]:
         a = self.array(index)
         return int(a.min()), int(a.max())

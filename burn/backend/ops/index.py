@@ -17,6 +17,11 @@ from kernels.layout import View
 
 class IndexOps(ABC):
     @abstractmethod
+    def assign(self, target: View, source: View) -> None:
+        """Write ``source`` into the dense ``target`` in place (same shape and dtype): the
+        one op that changes an existing tensor (``BatchNorm``'s running statistics)."""
+
+    @abstractmethod
     def index_range(self, index: View) -> tuple[int, int]:
         """The smallest and largest value of a non-empty integer view, on the host."""
 
