@@ -56,7 +56,7 @@ def torch_model(c: int, dtype: torch.dtype, batch_norm: bool) -> torch.nn.Module
 def burn_model(c: int, dtype: Any, batch_norm: bool, weights: list[np.ndarray]
                ) -> burn.nn.Module:
     model = burn.nn.Sequential(*_layers(burn.nn, c, batch_norm, dtype=dtype))
-    names = [name for name, _ in model.named_parameters()]  # running statistics included
+    names = [name for name, _ in model.named_parameters()]  # buffers too, in torch's order
     return model.load_state_dict(dict(zip(names, weights)))
 
 
@@ -65,8 +65,8 @@ def steps(n: int, c: int, side: int, dtype: str, captured: bool, batch_norm: boo
     """(burn's step, torch's step, their first losses) for one case."""
     torch_dtype = getattr(torch, dtype)
     theirs = torch_model(c, torch_dtype, batch_norm)
-    weights = [v.detach().float().cpu().numpy() for k, v in theirs.state_dict().items()
-               if not k.endswith("num_batches_tracked")]  # burn counts no batches
+    weights = [v.detach().cpu().float().numpy() if v.is_floating_point()
+               else v.detach().cpu().numpy() for v in theirs.state_dict().values()]
     x = torch.randn(n, 3, side, side, device="cuda").to(torch_dtype)
     labels = torch.randint(0, 10, (n,), device="cuda")
     their_opt = torch.optim.AdamW(theirs.parameters(), lr=1e-3)

@@ -145,6 +145,9 @@ def main() -> int:
                         help="compute in this dtype, parameters in float32 (float16 with a "
                              "dynamic loss scale, which --captured cannot replay)")
     args = parser.parse_args()
+    if args.captured and args.precision == "float16":  # refused here, not after compiling
+        parser.error("--captured replays one graph; float16's dynamic loss scale skips steps "
+                     "on the host: use --precision bfloat16 with --captured")
     backend = burn.backend_for(args.backend) if args.backend else burn.default_backend()
     print(f"training on {backend!r}", flush=True)
     start = time.perf_counter()

@@ -94,7 +94,7 @@ class Module:
 
         Example:
             >>> sorted(burn.nn.Sequential(burn.nn.BatchNorm(3)).buffer_paths())
-            ['layers.0.running_mean', 'layers.0.running_var']
+            ['layers.0.num_batches_tracked', 'layers.0.running_mean', 'layers.0.running_var']
         """
         return {f"{path}.{name}" if path else name for path, module in self.named_modules()
                 for name in module.buffer_names if getattr(module, name, None) is not None}

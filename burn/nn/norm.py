@@ -101,11 +101,15 @@ class BatchNorm(Module):
 
     In training mode it normalizes by the batch's mean and biased variance and, with
     ``track_running_stats``, moves ``running_mean`` and ``running_var`` (the unbiased
-    variance) toward them by ``momentum``; in inference mode (``eval()``) it normalizes by
-    those running statistics. They are buffers (``buffer_names``): saved with the
-    parameters, never trained, and updated in place on the device, so every copy of the
+    variance) toward them by ``momentum`` (``momentum=None``: their cumulative average over
+    every batch so far) and counts the batch in ``num_batches_tracked``; in inference mode
+    (``eval()``) it normalizes by those running statistics. They are buffers
+    (``buffer_names``, named as torch names them, so torch's state dict loads): saved with
+    the parameters, never trained, and updated in place on the device, so every copy of the
     module (the optimizer's next model, a mixed-precision compute copy, a captured step's
-    graph) sees the same statistics. 16-bit inputs are normalized in float32.
+    graph) sees the same statistics. The count is int32 on every device (WGSL has no
+    64-bit integers; torch's int64 count loads into it). 16-bit inputs are normalized in
+    float32.
 
     Example:
         >>> norm = burn.nn.BatchNorm(2)
@@ -114,15 +118,18 @@ class BatchNorm(Module):
         [[-0.99..., -0.99...], [0.99..., 0.99...]]
         >>> [[round(v, 4) for v in t.tolist()] for t in (norm.running_mean, norm.running_var)]
         [[0.1, 2.0], [1.1, 20.9]]
+        >>> norm.num_batches_tracked.item()
+        1
     """
 
-    buffer_names = ("running_mean", "running_var")
+    buffer_names = ("running_mean", "running_var", "num_batches_tracked")
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, dtype: Any = None,
                  backend: Backend | str | None = None):
-        if not 0.0 <= momentum <= 1.0:
-            raise BurnError(f"BatchNorm: momentum must be in [0, 1], got {momentum}")
+        if momentum is not None and not 0.0 <= momentum <= 1.0:
+            raise BurnError(f"BatchNorm: momentum must be in [0, 1] or None (a cumulative "
+                            f"average), got {momentum}")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.weight = creation.ones(num_features, dtype=dtype, backend=backend) if affine \
             else None
@@ -133,6 +140,8 @@ class BatchNorm(Module):
             else None
         self.running_var = creation.ones(num_features, dtype=dtype, backend=backend) if track \
             else None
+        self.num_batches_tracked = creation.zeros((), dtype=dt.int32, backend=backend) \
+            if track else None
 
     def forward(self, x: Tensor) -> Tensor:
         channels = self.num_features
@@ -162,11 +171,15 @@ class BatchNorm(Module):
         return out.to(x.dtype)
 
     def _track(self, mean: Tensor, unbiased_var: Tensor) -> None:
-        """Move the running statistics toward this batch's, in place."""
-        keep = 1.0 - self.momentum
+        """Count the batch and move the running statistics toward its own, in place."""
+        counter = self.num_batches_tracked
+        count = counter + 1
+        counter.backend.assign(counter.prim, count.prim)
+        # momentum=None: the mean of every batch's statistics, so the rate 1/count is read
+        # on the device (a captured step's graph replays it with the count it has then)
+        rate = 1.0 / count.to(dt.float32) if self.momentum is None else self.momentum
         for running, batch in ((self.running_mean, mean), (self.running_var, unbiased_var)):
-            moved = running * keep + batch.to(running.dtype) * self.momentum
-            running.backend.assign(running.prim, moved.prim)
-
+            moved = running + (batch.to(running.dtype) - running) * rate
+            running.backend.assign(running.prim, moved.to(running.dtype).prim)
 
 BatchNorm1d = BatchNorm2d = BatchNorm  # torch's names: one class serves every rank

@@ -461,12 +461,15 @@ def test_learner_captures_mixed_precision_steps():
 
 
 @pytest.mark.gpu
-def test_captured_step_updates_batch_norm_statistics():
-    """BatchNorm's in-place updates of its running statistics are part of the graph: after
-    captured steps they are those of the same steps run eagerly."""
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_captured_step_updates_batch_norm_statistics(momentum):
+    """BatchNorm's in-place updates of its running statistics and its batch count are part
+    of the graph (momentum=None: the rate 1/count too): after captured steps they are those
+    of the same steps run eagerly."""
     def run(capture):
         generator = burn.Generator(2)
-        model = nn.Sequential(nn.Linear(8, 16, generator=generator), nn.BatchNorm(16),
+        model = nn.Sequential(nn.Linear(8, 16, generator=generator),
+                              nn.BatchNorm(16, momentum=momentum),
                               nn.Linear(16, 4, generator=generator)).to(burn.Cuda())
         optimizer = optim.AdamW(lr=0.02)
         step = burn.train.CapturedStep(train_step(optimizer), optimizer) if capture else \
@@ -480,6 +483,7 @@ def test_captured_step_updates_batch_norm_statistics():
     for name, value in eager.items():
         np.testing.assert_allclose(captured[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
     assert not np.allclose(eager["layers.1.running_var"], 1.0)
+    assert captured["layers.1.num_batches_tracked"] == 2 * STEPS  # two forwards a step
 
 
 def test_learner_capture_takes_one_step_per_batch():

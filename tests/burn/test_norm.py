@@ -224,6 +224,7 @@ def test_batch_norm(backend, rng, shape):
     assert norm.running_mean is running_mean  # the same tensor, written in place
     np.testing.assert_allclose(running_mean.numpy(), expected_mean, rtol=1e-5)
     np.testing.assert_allclose(running_var.numpy(), expected_var, rtol=1e-5)
+    assert norm.num_batches_tracked.item() == 2
     x = random_tensor(rng, shape, "float32", -2, 2)
     scale = norm.weight.numpy() / np.sqrt(expected_var + 1e-5)
     per_channel = (1, 3) + (1,) * (len(shape) - 2)
@@ -232,6 +233,35 @@ def test_batch_norm(backend, rng, shape):
     inference = norm.eval()
     np.testing.assert_allclose(inference(on(backend, x)).numpy(), want, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(running_mean.numpy(), expected_mean, rtol=1e-5)  # unchanged
+    assert norm.num_batches_tracked.item() == 2
+
+
+def test_batch_norm_cumulative_average_and_torch_state(backend, rng):
+    """momentum=None: the running statistics are the plain mean of every batch's, the rate
+    1/count read on the device; the state dict holds torch's names, and torch's int64 count
+    loads."""
+    norm = burn.nn.BatchNorm(3, momentum=None, backend=backend)
+    means, variances = [], []
+    for step in range(3):
+        x = random_tensor(rng, (6, 3, 4), "float32", -2, 2) * (step + 1) + step
+        _, mean, var = batch_norm_reference(x, np.ones(3), np.zeros(3))
+        means.append(mean)
+        variances.append(var)
+        norm(on(backend, x))
+    np.testing.assert_allclose(norm.running_mean.numpy(), np.mean(means, axis=0), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(norm.running_var.numpy(), np.mean(variances, axis=0),
+                               rtol=1e-5)
+    state = norm.state_dict()
+    assert list(state) == ["weight", "bias", "running_mean", "running_var",
+                           "num_batches_tracked"]
+    assert state["num_batches_tracked"].shape == () and state["num_batches_tracked"] == 3
+    state["num_batches_tracked"] = np.array(41, np.int64)  # as torch saves it
+    loaded = norm.load_state_dict(state)
+    assert loaded.num_batches_tracked.dtype.name == "int32"
+    assert loaded.num_batches_tracked.item() == 41
+    loaded(on(backend, np.ones((2, 3, 4), np.float32)))
+    assert loaded.num_batches_tracked.item() == 42
 
 
 def test_batch_norm_without_running_statistics_and_16_bit(backend, rng):
@@ -259,5 +289,6 @@ def test_batch_norm_errors(backend):
     with pytest.raises(burn.BurnError, match="training needs more than one value per channel"):
         norm(on(backend, np.zeros((1, 3), np.float32)))
     norm.eval()(on(backend, np.zeros((1, 3), np.float32)))  # inference takes one
-    with pytest.raises(burn.BurnError, match=r"momentum must be in \[0, 1\], got 1.5"):
+    with pytest.raises(burn.BurnError, match=r"momentum must be in \[0, 1\] or None \(a "
+                                             r"cumulative average\), got 1.5"):
         burn.nn.BatchNorm(3, momentum=1.5)

@@ -113,12 +113,17 @@ def test_batch_norm_statistics_stay_float32_and_are_updated(backend):
     generator = burn.Generator(5)
     model = nn.Sequential(nn.Linear(2, 8, generator=generator), nn.BatchNorm(8), nn.Tanh(),
                           nn.Linear(8, 3, generator=generator)).to(backend)
+    if not supported(backend, dtype):
+        expect_unsupported(backend, dtype, lambda: Learner(
+            model, optim.AdamW(lr=0.05), nn.cross_entropy, precision=dtype))
+        return
     learner = Learner(model, optim.AdamW(lr=0.05), nn.cross_entropy, precision=dtype,
                       dashboard=False)
     trained = learner.fit(loader(backend), epochs=2)
     statistics = trained.layers[1]
     assert str(statistics.running_mean.dtype) == "f32"
     assert not np.allclose(statistics.running_mean.numpy(), 0.0)
+    assert statistics.num_batches_tracked.item() == learner.step  # every step's batch
     assert not any(key.startswith("layers.1.running")
                    for key in learner.optimizer.state_dict())
     losses = [r["train"]["loss"] for r in learner.history]
@@ -130,7 +135,9 @@ def test_dynamic_loss_scale_skips_overflowing_steps(backend):
     parameters and the optimizer's count unchanged) and halve the scale; training then
     goes on. The epoch record and the dashboard say so."""
     if not supported(backend, "float16"):
-        pytest.fail(f"{backend.name} lacks float16")  # every backend burn tests has it
+        expect_unsupported(backend, "float16", lambda: Learner(
+            mlp(backend), optim.Adam(lr=0.05), nn.cross_entropy, precision="float16"))
+        return
     stream = io.StringIO()
     amp = MixedPrecision("float16", init_scale=2.0 ** 24, growth_interval=3)
     learner = Learner(mlp(backend), optim.Adam(lr=0.05), nn.cross_entropy, precision=amp,

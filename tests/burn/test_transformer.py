@@ -71,3 +71,14 @@ def test_mixed_precision_training_follows_the_reference(backend):
         return
     losses, _ = train_transformer.train(backend, **FOLLOW, precision="bfloat16")
     np.testing.assert_allclose(losses, _numpy_losses(), rtol=2.0 ** -8)
+
+
+def test_captured_float16_is_refused_before_training(monkeypatch, capsys):
+    """float16's dynamic loss scale skips steps on the host, which one replayed graph
+    cannot: the command line refuses the pair at once and says what to use."""
+    monkeypatch.setattr(sys, "argv", ["train_transformer.py", "--captured", "--precision",
+                                      "float16", "--backend", "numpy"])
+    with pytest.raises(SystemExit) as exit_info:
+        train_transformer.main()
+    assert exit_info.value.code == 2
+    assert "use --precision bfloat16 with --captured" in capsys.readouterr().err
