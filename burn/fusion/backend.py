@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -111,6 +112,9 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
         self.stats = FusionStats()
         self._lock = threading.RLock()
         self._plans: set[tuple[Any, ...]] = set()
+        #: the values recorded and not computed yet (while something holds them): an op
+        #: that writes memory in place first computes those that read it (``_before_write``)
+        self._pending: weakref.WeakSet[Lazy] = weakref.WeakSet()
         limit = _storage_buffer_limit() if inner.ctx.target == "wgsl" else None
         # distinct loads in one kernel; WebGPU also bounds the buffers a kernel binds
         self.max_leaves = min(16, limit - 1) if limit else 16
@@ -145,6 +149,7 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
             if lazy.real is None:
                 lazy.real = self._run(lazy)
                 lazy.operands = ()  # what it read can be freed now
+                self._pending.discard(lazy)
         return lazy.real
 
     def _run(self, lazy: Lazy) -> Any:
@@ -189,6 +194,55 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
             return view
         return View(storage, view.offset, view.shape, view.strides, view.dtype)
 
+    # ---- writes in place: after every pending read of the memory they write ----
+
+    def _before_write(self, *targets: View | None) -> list[View | None]:
+        """``targets`` over real storage, once every pending value that reads one of them
+        is computed: a value recorded before a write must see the memory as it was."""
+        real = [None if t is None else self.realized(t) for t in targets]
+        written = {id(t.storage) for t in real if t is not None}
+        with self._lock:
+            pending = [lazy for lazy in list(self._pending) if lazy.real is None]
+            reads: dict[int, bool] = {}  # id of a pending value: whether it reads `written`
+
+            def reads_written(lazy: Lazy) -> bool:
+                if id(lazy) not in reads:
+                    reads[id(lazy)] = any(
+                        reads_written(o) if type(o) is Lazy and o.real is None else
+                        id(o.real if type(o) is Lazy else o.storage) in written
+                        for o in lazy.operands)
+                return reads[id(lazy)]
+
+            readers = [lazy for lazy in pending if reads_written(lazy)]
+            # only the outermost: each runs as one kernel with the readers under it
+            inner = {id(o) for lazy in readers for o in lazy.operands if type(o) is Lazy}
+            for lazy in readers:
+                if id(lazy) not in inner:
+                    self.compute(lazy)
+        return real
+
+    def assign(self, target: View, source: View) -> None:
+        (target,) = self._before_write(target)
+        self.inner.assign(target, self.realized(source))
+
+    def adam_step(self, p: View, g: View, m: View | None, v: View | None, lr: float,
+                  betas: tuple[float, float], eps: float, weight_decay: float, step: int,
+                  decoupled: bool, numbers: View | None = None, in_place: bool = False
+                  ) -> tuple[View, View, View]:
+        if in_place:  # a captured step's update writes the parameter and its moments
+            p, m, v = self._before_write(p, m, v)
+        return super().adam_step(p, g, m, v, lr, betas, eps, weight_decay, step, decoupled,
+                                 numbers, in_place)
+
+    def sgd_step(self, p: View, g: View, buf: View | None, lr: float, momentum: float,
+                 dampening: float, weight_decay: float, nesterov: bool,
+                 numbers: View | None = None, in_place: bool = False
+                 ) -> tuple[View, View | None]:
+        if in_place:
+            p, buf = self._before_write(p, buf)
+        return super().sgd_step(p, g, buf, lr, momentum, dampening, weight_decay, nesterov,
+                                numbers, in_place)
+
     # ---- elementwise ops: recorded ----
 
     def _record(self, op: Op, inputs: Sequence[View], scalars: tuple[Any, ...],
@@ -206,7 +260,9 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
                 self.compute(lazy)
             operands = tuple(o.view() if isinstance(o, Lazy) else o for o in operands)
         strides = contiguous_strides(shape)
-        return View(Lazy(op, operands, scalars, dtype, shape, strides), 0, shape, strides, dtype)
+        lazy = Lazy(op, operands, scalars, dtype, shape, strides)
+        self._pending.add(lazy)
+        return View(lazy, 0, shape, strides, dtype)
 
     def _operand(self, view: View, shape: tuple[int, ...]) -> Operand:
         storage = view.storage

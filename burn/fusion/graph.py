@@ -44,7 +44,7 @@ class Lazy:
     """The storage of an elementwise result that is not computed yet (see the module)."""
 
     __slots__ = ("op", "head", "operands", "scalars", "dtype", "shape", "strides", "real",
-                 "ops", "leaves")
+                 "ops", "leaves", "__weakref__")
 
     def __init__(self, op: Op, operands: tuple[Operand, ...], scalars: tuple[Any, ...],
                  dtype: DType, shape: tuple[int, ...], strides: tuple[int, ...]):

@@ -197,6 +197,32 @@ def test_gradients_through_fusion(fusion: burn.Fusion, rng: np.random.Generator)
     assert fusion.stats.ops > fusion.stats.launches  # something was fused
 
 
+def test_writes_in_place_follow_pending_reads(fusion: burn.Fusion) -> None:
+    """``assign`` (BatchNorm's buffers) and a captured step's in-place update first compute
+    the pending values that read the memory they write, each run as one kernel; values that
+    read other memory stay pending."""
+    x = on(fusion, np.ones(3, np.float32))
+    other = on(fusion, np.ones(3, np.float32))
+    before, untouched = x * 2 + 1, other * 2 + 1
+    fusion.assign(x.prim, on(fusion, np.full(3, 5.0, np.float32)).prim)
+    assert (fusion.stats.launches, fusion.stats.ops) == (1, 2)  # `before`, fused
+    assert isinstance(untouched.prim.storage, Lazy) and untouched.prim.storage.real is None
+    np.testing.assert_array_equal(before.numpy(), 3.0)
+    np.testing.assert_array_equal(x.numpy(), 5.0)
+    np.testing.assert_array_equal(untouched.numpy(), 3.0)
+
+    ad = burn.Autodiff(fusion)
+    model = burn.nn.Linear(3, 1, bias=False, backend=fusion).to(ad).require_grad()
+    weight = model.weight.numpy()
+    halved = model.weight.inner() * 0.5  # pending: reads the weight
+    optimizer = burn.optim.SGD(lr=0.25)
+    optimizer.capturable = True  # as CapturedStep sets it: the update writes in place
+    updated = optimizer.step(model, model(on(ad, np.ones((2, 3), np.float32))).sum().backward())
+    assert updated.weight.prim.storage is model.weight.prim.storage
+    np.testing.assert_allclose(updated.weight.numpy(), weight - 0.25 * 2.0, rtol=1e-6)
+    np.testing.assert_array_equal(halved.numpy(), weight * 0.5)
+
+
 def test_wrapping_errors(backend: burn.Backend) -> None:
     with pytest.raises(burn.BurnError, match=r"Fusion\(NumPy\(...\)\).*Cpu\(\), Cuda\(\)"):
         burn.Fusion(burn.NumPy())
