@@ -28,11 +28,12 @@ from .norm import (
     LayerNorm,
     RMSNorm,
 )
-from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .pool import AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d
 
-__all__ = ["GELU", "AdaptiveAvgPool2d", "AvgPool2d", "BatchNorm", "BatchNorm1d", "BatchNorm2d",
-           "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Dropout", "Embedding",
-           "Flatten", "GroupNorm", "InstanceNorm", "LayerNorm", "Linear", "MaxPool2d", "Module",
-           "MultiHeadAttention", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
-           "Tanh", "TransformerEncoderLayer", "binary_cross_entropy_with_logits",
-           "cross_entropy", "init", "l1_loss", "mse_loss", "nll_loss"]
+__all__ = ["GELU", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "BatchNorm", "BatchNorm1d",
+           "BatchNorm2d", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Dropout",
+           "Embedding", "Flatten", "GroupNorm", "InstanceNorm", "LayerNorm", "Linear", "MaxPool1d",
+           "MaxPool2d", "Module", "MultiHeadAttention", "RMSNorm", "ReLU", "Sequential", "SiLU",
+           "Sigmoid", "Softmax", "Tanh", "TransformerEncoderLayer",
+           "binary_cross_entropy_with_logits", "cross_entropy", "init", "l1_loss", "mse_loss",
+           "nll_loss"]

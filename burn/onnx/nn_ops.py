@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..backend.base import BurnError
+from ..tensor.linalg import pool_windows
 from ..tensor.tensor import Tensor
 from .registry import Attributes, operator, ops
 
@@ -123,11 +124,7 @@ def _ceil_pads(attrs: Attributes, x: Tensor, kernel: list[int], strides: list[in
     dims = len(kernel)
     ends = list(pads[dims:])
     for i, (size, k, s, d) in enumerate(zip(x.shape[2:], kernel, strides, dilations)):
-        span = size + pads[i] + pads[dims + i] - ((k - 1) * d + 1)
-        windows = math.ceil(span / s) + 1
-        if (windows - 1) * s >= size + pads[i]:
-            windows -= 1
-        ends[i] += max((windows - 1) * s + (k - 1) * d + 1 - (size + pads[i] + ends[i]), 0)
+        ends[i] += pool_windows(size, k, s, pads[i], pads[dims + i], d, ceil_mode=True)[1]
     return list(pads[:dims]) + ends
 
 

@@ -12,7 +12,8 @@
   (N, C, H, W), or without the batch axis; weights (O, C / groups, k...); ``stride``,
   ``padding``, ``dilation`` as ints or tuples; ``padding="same"`` (stride 1, pads
   asymmetrically like torch) or ``"valid"``. Floating dtypes only. Average pooling counts the
-  padding (torch's ``count_include_pad=True``); max pooling pads with -inf.
+  padding unless ``count_include_pad=False``; max pooling pads with -inf; ``ceil_mode``
+  adds last partial windows, as torch's.
 - ``conv_transpose1d``/``conv_transpose2d`` are in ``conv_transpose``.
 
 Example:
@@ -25,14 +26,19 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 from kernels.matmul import accumulator
 
 from ..backend.base import BurnError
+from .creation import from_numpy
 from .tensor import Tensor, same_backend, tensor_method
 from .views import broadcast_shapes, expand, reshape, unsqueeze
 
@@ -265,69 +271,165 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
 
 # ---- pooling ----
 
-def _pool(op: str, kind: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any,
-          dilation: Any, spatial: int) -> Tensor:
-    x, unbatched = _batched(x, spatial, op)
-    _floating(op, (x,))
+def pool_windows(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int,
+                 dilation: int, ceil_mode: bool) -> tuple[int, int]:
+    """(windows along an axis of ``size``, padded by ``pad_begin``/``pad_end``; how far the
+    last one reaches past the end padding). ``ceil_mode`` counts a last partial window, as
+    torch and ONNX do, if it starts inside the input or its begin padding.
+
+    Example:
+        >>> pool_windows(6, 3, 2, 0, 0, 1, ceil_mode=True)  # [0:3] [2:5] [4:6]
+        (3, 1)
+    """
+    reach = size + pad_begin + pad_end - ((kernel - 1) * dilation + 1)
+    windows = (-(-reach // stride) if ceil_mode else reach // stride) + 1
+    if ceil_mode and (windows - 1) * stride >= size + pad_begin:
+        windows -= 1
+    overhang = (windows - 1) * stride + (kernel - 1) * dilation + 1 - (size + pad_begin
+                                                                        + pad_end)
+    return windows, max(overhang, 0)
+
+
+def _pool_geometry(op: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                   dilation: Any, spatial: int) -> tuple[tuple[int, ...], ...]:
+    """(kernel, stride, padding, dilation) of a pool, each one int per spatial axis."""
     kernel = _tuple(kernel_size, spatial, "kernel_size", op, 1)
     stride_t = kernel if stride is None else _tuple(stride, spatial, "stride", op, 1)
     pad = _tuple(padding, spatial, "padding", op, 0)
     dilation_t = _tuple(dilation, spatial, "dilation", op, 1)
     if any(2 * p > d * (k - 1) + 1 for p, k, d in zip(pad, kernel, dilation_t)):
         raise BurnError(f"{op}: padding {pad} must be at most half the kernel size {kernel}")
-    sizes = tuple(_out_size(op, n, k, s, p, d, x.shape)
-                  for n, k, s, p, d in zip(x.shape[2:], kernel, stride_t, pad, dilation_t))
+    for n, k, p, d in zip(x.shape[2:], kernel, pad, dilation_t):
+        _out_size(op, n, k, 1, p, d, x.shape)  # the kernel fits the padded input
+    return kernel, stride_t, pad, dilation_t
+
+
+def _pool(op: str, kind: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any,
+          dilation: Any, spatial: int, ceil_mode: bool = False,
+          count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    x, unbatched = _batched(x, spatial, op)
+    _floating(op, (x,))
+    kernel, stride_t, pad, dilation_t = _pool_geometry(op, x, kernel_size, stride, padding,
+                                                       dilation, spatial)
+    windows = [pool_windows(n, k, s, p, p, d, ceil_mode)
+               for n, k, s, p, d in zip(x.shape[2:], kernel, stride_t, pad, dilation_t)]
+    sizes = tuple(w for w, _ in windows)
+    overhang = [extra for _, extra in windows]
+    scale = _avg_scale(x, kernel, stride_t, pad, sizes, count_include_pad,
+                       divisor_override) if kind == "avg" else None
+    source = x if scale is None else _as_dtype(x, _compute_dtype(x.dtype))
+    if any(overhang):  # ceil_mode's last windows: room past the end, which no window counts
+        from .index import pad as pad_tensor
+
+        fill = -float("inf") if kind == "max" else 0.0
+        source = pad_tensor(source, [v for extra in reversed(overhang) for v in (0, extra)],
+                            fill)
     if spatial == 1:
-        x = _as_2d(x)
+        source = _as_2d(source)
         kernel, stride_t, pad, dilation_t, sizes = ((1, *kernel), (1, *stride_t), (0, *pad),
                                                     (1, *dilation_t), (1, *sizes))
-    y = Tensor(x.backend.pool2d(kind, x.prim, kernel, stride_t, pad, dilation_t, sizes),
-               x.backend)
+    y = Tensor(source.backend.pool2d(kind, source.prim, kernel, stride_t, pad, dilation_t,
+                                     sizes), source.backend)
+    if scale is not None:  # the kernel divided by the whole window: torch's divisor instead
+        y = _as_dtype(y * scale, x.dtype)
     if spatial == 1:
         return _from_2d(y, unbatched)
     return reshape(y, *y.shape[1:]) if unbatched else y
 
 
+def _compute_dtype(dtype: DType) -> DType:
+    return dt.float32 if dtype.bits < 32 else dtype
+
+
+def _avg_scale(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...],
+               pad: tuple[int, ...], sizes: tuple[int, ...], count_include_pad: bool,
+               divisor_override: int | None) -> Any:
+    """What turns the kernel's mean over the whole window into torch's average: None where
+    they agree, else a number or a tensor of the output's spatial shape (computed on the
+    host: it depends on the shape only)."""
+    window = math.prod(kernel)
+    if divisor_override is not None:
+        return window / divisor_override
+    counts = []
+    for n, k, s, p, out in zip(x.shape[2:], kernel, stride, pad, sizes):
+        starts = np.arange(out) * s - p
+        ends = np.minimum(starts + k, n + p)  # ceil_mode's room past the padding never counts
+        if not count_include_pad:
+            starts, ends = np.maximum(starts, 0), np.minimum(ends, n)
+        counts.append(ends - starts)
+    divisor = functools.reduce(np.multiply.outer, counts)
+    if (divisor == window).all():
+        return None
+    return from_numpy((window / divisor).astype(_compute_dtype(x.dtype).numpy),
+                      backend=x.backend)
+
+
 def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1) -> Tensor:
-    """Maximum over sliding windows of ``x`` (N, C, L); ``stride`` defaults to the kernel size.
+               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+    """Maximum over sliding windows of ``x`` (N, C, L); ``stride`` defaults to the kernel size;
+    ``ceil_mode`` adds a last partial window (torch's).
 
     Example:
-        >>> burn.max_pool1d(burn.tensor([[[1.0, 3.0, 2.0, 5.0]]]), 2).tolist()
+        >>> burn.max_pool1d(burn.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0]]]), 2).tolist()
         [[[3.0, 5.0]]]
+        >>> burn.max_pool1d(burn.tensor([[[1.0, 3.0, 2.0, 5.0, 4.0]]]), 2, ceil_mode=True).tolist()
+        [[[3.0, 5.0, 4.0]]]
     """
-    return _pool("max_pool1d", "max", x, kernel_size, stride, padding, dilation, 1)
+    return _pool("max_pool1d", "max", x, kernel_size, stride, padding, dilation, 1, ceil_mode)
 
 
 def max_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
-               dilation: Any = 1) -> Tensor:
-    """Maximum over sliding windows of ``x`` (N, C, H, W), padding with -inf.
+               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+    """Maximum over sliding windows of ``x`` (N, C, H, W), padding with -inf; ``ceil_mode``
+    adds last partial windows (torch's).
 
     Example:
         >>> burn.max_pool2d(burn.ones((1, 2, 8, 8)), 2).shape
         (1, 2, 4, 4)
+        >>> burn.max_pool2d(burn.ones((1, 2, 7, 7)), 2, ceil_mode=True).shape
+        (1, 2, 4, 4)
     """
-    return _pool("max_pool2d", "max", x, kernel_size, stride, padding, dilation, 2)
+    return _pool("max_pool2d", "max", x, kernel_size, stride, padding, dilation, 2, ceil_mode)
 
 
-def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Mean over sliding windows of ``x`` (N, C, L), padding counted in the divisor.
+def avg_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows of ``x`` (N, C, L) as torch's: padding counted in the divisor
+    unless ``count_include_pad=False``; ``ceil_mode``'s last partial window divides by what
+    it covers of the input and padding.
 
     Example:
         >>> burn.avg_pool1d(burn.tensor([[[1.0, 3.0, 2.0, 6.0]]]), 2).tolist()
         [[[2.0, 4.0]]]
+        >>> burn.avg_pool1d(burn.arange(6.0).reshape(1, 1, 6), 3, 2, ceil_mode=True).tolist()
+        [[[1.0, 3.0, 4.5]]]
     """
-    return _pool("avg_pool1d", "avg", x, kernel_size, stride, padding, 1, 1)
+    return _pool("avg_pool1d", "avg", x, kernel_size, stride, padding, 1, 1, ceil_mode,
+                 count_include_pad)
 
 
-def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Mean over sliding windows of ``x`` (N, C, H, W), padding counted in the divisor.
+def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of ``x`` (N, C, H, W) as torch's: padding counted in the
+    divisor unless ``count_include_pad=False``; ``ceil_mode`` adds last partial windows
+    (divided by what they cover of the input and padding); ``divisor_override`` divides
+    every window's sum by that number instead.
 
     Example:
         >>> burn.avg_pool2d(burn.ones((1, 2, 8, 8)), 2, padding=1).shape
         (1, 2, 5, 5)
+        >>> burn.avg_pool2d(burn.ones((1, 1, 2, 2)), 2, padding=1,
+        ...                 count_include_pad=False).tolist()
+        [[[[1.0, 1.0], [1.0, 1.0]]]]
     """
-    return _pool("avg_pool2d", "avg", x, kernel_size, stride, padding, 1, 2)
+    if divisor_override is not None and (not isinstance(divisor_override, int)
+                                         or isinstance(divisor_override, bool)
+                                         or divisor_override < 1):
+        raise BurnError(f"avg_pool2d: divisor_override must be a positive int, got "
+                        f"{divisor_override!r}")
+    return _pool("avg_pool2d", "avg", x, kernel_size, stride, padding, 1, 2, ceil_mode,
+                 count_include_pad, divisor_override)
 
 
 def _adaptive(op: str, x: Tensor, output_size: Any, spatial: int) -> Tensor:

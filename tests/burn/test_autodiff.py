@@ -225,11 +225,15 @@ def test_conv1d(backend, rng):
                     [normal(2, 3, 9)(rng), normal(2, 3, 3)(rng)], backend, "float32", rng)
 
 
-@pytest.mark.parametrize("kind", ["max", "avg"])
-def test_pool2d(kind, backend, rng):
+@pytest.mark.parametrize("kind, options", [
+    ("max", {}), ("avg", {}), ("max", {"ceil_mode": True}),
+    ("avg", {"ceil_mode": True, "count_include_pad": False})], ids=str)
+def test_pool2d(kind, options, backend, rng):
+    """ceil_mode adds a last window at the width of 6 (a partial one): its gradient reaches
+    only the input it covers."""
     pool = burn.max_pool2d if kind == "max" else burn.avg_pool2d
-    check_gradients(lambda x: pool(x, 3, stride=2, padding=1), [distinct(2, 2, 7, 6)(rng)],
-                    backend, "float32", rng)
+    check_gradients(lambda x: pool(x, 3, stride=2, padding=1, **options),
+                    [distinct(2, 2, 7, 6)(rng)], backend, "float32", rng)
 
 
 def test_max_pool_gives_a_tie_to_the_first(backend):

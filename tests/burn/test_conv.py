@@ -1,7 +1,8 @@
 """Convolution and pooling on every backend against the NumPy reference: strides, padding
 (ints, tuples, 'same', 'valid'), dilation, groups (depthwise too), bias, 1-D and 2-D,
 unbatched inputs, strided views, 0-size batches, the float dtypes, NaN in max pooling and bad
-input.
+input; pooling's ceil_mode, count_include_pad and divisor_override against torch's
+definition in float64.
 
 Inputs are multiples of 1/8 (``dyadic_array``): convolution sums and pooling sums are exact,
 so results match NumPy's whatever the summation order and the default tolerances hold.
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from optest import check, on, random_tensor, supports
-from util import dyadic_array
+from util import assert_close, dyadic_array
 
 import burn
 
@@ -147,6 +148,110 @@ def test_pool1d(backend, ref, rng):
     check(lambda b: burn.max_pool1d(on(b, x[0]), 2), backend, ref)
 
 
+def torch_pool(x: np.ndarray, kind: str, kernel: tuple[int, ...], stride: tuple[int, ...],
+               padding: tuple[int, ...], dilation: tuple[int, ...], ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None
+               ) -> np.ndarray:
+    """torch's pooling over the last ``len(kernel)`` axes, in float64, from its definition:
+    the output size (ceil_mode's last window must start inside the input or its begin
+    padding), then each window's max, or its sum over a divisor that counts the padding
+    (unless ``count_include_pad`` is False) but never ceil_mode's room past it."""
+    dims = len(kernel)
+    sizes = x.shape[-dims:]
+    outs = []
+    for n, k, s, p, d in zip(sizes, kernel, stride, padding, dilation):
+        out = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (out - 1) * s >= n + p:
+            out -= 1
+        outs.append(out)
+    result = np.zeros(x.shape[:-dims] + tuple(outs))
+    for index in np.ndindex(*outs):
+        starts = [i * s - p for i, s, p in zip(index, stride, padding)]
+        taps = [[a + j * d for j in range(k) if 0 <= a + j * d < n]
+                for a, k, d, n in zip(starts, kernel, dilation, sizes)]
+        window = x[(..., *np.ix_(*taps))].astype(np.float64).reshape(*x.shape[:-dims], -1)
+        if kind == "max":
+            result[(..., *index)] = window.max(axis=-1)
+            continue
+        if divisor_override is not None:
+            divisor = divisor_override
+        elif count_include_pad:
+            divisor = np.prod([min(a + k, n + p) - a
+                               for a, k, n, p in zip(starts, kernel, sizes, padding)])
+        else:
+            divisor = np.prod([len(t) for t in taps])
+        result[(..., *index)] = window.sum(axis=-1) / divisor
+    return result
+
+
+# torch's pooling options: (kind, kernel, stride, padding, dilation, keywords)
+POOL_MODE_CASES = [
+    ("max", (2, 2), (2, 2), (0, 0), (1, 1), {"ceil_mode": True}),
+    ("max", (3, 3), (2, 2), (1, 1), (1, 1), {"ceil_mode": True}),
+    ("max", (3, 2), (2, 3), (0, 1), (2, 1), {"ceil_mode": True}),
+    ("avg", (2, 2), (2, 2), (0, 0), (1, 1), {"ceil_mode": True}),
+    ("avg", (3, 3), (2, 2), (1, 1), (1, 1), {"ceil_mode": True}),
+    ("avg", (3, 3), (2, 2), (1, 1), (1, 1), {"count_include_pad": False}),
+    ("avg", (2, 3), (2, 2), (1, 1), (1, 1), {"ceil_mode": True, "count_include_pad": False}),
+    ("avg", (3, 3), (2, 2), (1, 0), (1, 1), {"divisor_override": 5}),
+]
+
+
+@pytest.mark.parametrize("case", POOL_MODE_CASES, ids=lambda c: f"{c[0]}{c[1]}s{c[2]}p{c[3]}"
+                         f"d{c[4]}-{'-'.join(c[5])}")
+def test_pool_modes_follow_torch(backend, rng, case):
+    """ceil_mode, count_include_pad and divisor_override against torch's definition, 2-D
+    (on a 9 x 8 input, odd and even sizes) and 1-D."""
+    kind, kernel, stride, padding, dilation, options = case
+    x = _data(rng, (2, 3, 9, 8))
+    pool = burn.max_pool2d if kind == "max" else burn.avg_pool2d
+    extra = {"dilation": dilation} if kind == "max" else {}
+    got = pool(on(backend, x), kernel, stride, padding, **extra, **options).numpy()
+    assert_close(got, torch_pool(x, kind, kernel, stride, padding, dilation, **options))
+    if "divisor_override" in options:
+        return  # torch's 1-D average pooling has none
+    pool1d = burn.max_pool1d if kind == "max" else burn.avg_pool1d
+    extra = {"dilation": dilation[1]} if kind == "max" else {}
+    got = pool1d(on(backend, x[0]), kernel[1], stride[1], padding[1], **extra,
+                 **options).numpy()  # unbatched too
+    assert_close(got, torch_pool(x[0], kind, kernel[1:], stride[1:], padding[1:],
+                                 dilation[1:], **options))
+
+
+def test_pool_modes_in_16_bit(backend, rng):
+    """A 16-bit average with torch's divisor is computed in float32 and rounded once."""
+    dtype = "float16"
+    if not supports(backend, [dtype]):
+        with pytest.raises(burn.BurnError, match=rf"dtype {dtype} is not supported on the"):
+            on(backend, _data(rng, 3, dtype))
+        return
+    x = _data(rng, (2, 3, 9, 8), dtype)
+    got = burn.avg_pool2d(on(backend, x), 3, 2, 1, ceil_mode=True, count_include_pad=False)
+    assert got.dtype == burn.float16
+    want = torch_pool(x, "avg", (3, 3), (2, 2), (1, 1), (1, 1), ceil_mode=True,
+                      count_include_pad=False)
+    assert_close(got.numpy(), want)
+    got = burn.max_pool2d(on(backend, x), 2, ceil_mode=True)
+    assert_close(got.numpy(), torch_pool(x, "max", (2, 2), (2, 2), (0, 0), (1, 1),
+                                         ceil_mode=True))
+
+
+def test_pool_modules(backend, rng):
+    x = _data(rng, (2, 3, 9, 8))
+    modules = [
+        (burn.nn.MaxPool2d(3, 2, 1, ceil_mode=True), ("max", (3, 3), (2, 2), (1, 1), (1, 1)),
+         {"ceil_mode": True}),
+        (burn.nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False, divisor_override=3),
+         ("avg", (2, 2), (2, 2), (0, 0), (1, 1)), {"divisor_override": 3, "ceil_mode": True}),
+    ]
+    for module, geometry, options in modules:
+        assert_close(module(on(backend, x)).numpy(), torch_pool(x, *geometry, **options))
+    assert_close(burn.nn.MaxPool1d(2, ceil_mode=True)(on(backend, x[0])).numpy(),
+                 torch_pool(x[0], "max", (2,), (2,), (0,), (1,), ceil_mode=True))
+    assert_close(burn.nn.AvgPool1d(3, 2, 1, count_include_pad=False)(on(backend, x[0])).numpy(),
+                 torch_pool(x[0], "avg", (3,), (2,), (1,), (1,), count_include_pad=False))
+
+
 def test_pool_strided_views_and_empty(backend, ref, rng):
     x = _data(rng, (2, 9, 8, 3))  # NHWC storage seen as NCHW
     check(lambda b: burn.max_pool2d(on(b, x).permute(0, 3, 1, 2), 2, 1), backend, ref)
@@ -206,5 +311,9 @@ def test_bad_input(backend, rng):
         burn.avg_pool2d(x, 9)
     with pytest.raises(burn.BurnError, match=r"max_pool1d: kernel_size must be an int or 1 ints"):
         burn.max_pool1d(on(backend, _data(rng, (1, 3, 8))), (2, 2))
+    for bad in (0, 2.5, True):
+        with pytest.raises(burn.BurnError, match=r"avg_pool2d: divisor_override must be a "
+                                                 r"positive int, got"):
+            burn.avg_pool2d(x, 2, divisor_override=bad)
     with pytest.raises(burn.BurnError, match=r"adaptive_avg_pool2d: output_size must be positive"):
         burn.adaptive_avg_pool2d(x, 0)
