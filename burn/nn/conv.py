@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d`` and their transposes ``ConvTranspose1d``, ``ConvTranspose2d``:
+"""``Conv1d``, ``Conv2d``, ``Conv3d`` and the transposes ``ConvTranspose1d``, ``ConvTranspose2d``:
 torch's layouts and initialization.
 
 Example:
@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 from ..backend.base import Backend, BurnError
-from ..tensor import conv_transpose, index, linalg
+from ..tensor import conv_transpose, index, linalg, volume
 from ..tensor.tensor import Tensor
 from .init import fan_in_uniform
 from .module import Module
@@ -95,6 +95,22 @@ class Conv2d(_Conv):
     def forward(self, x: Tensor) -> Tensor:
         x, padding = self._padded(x)
         return linalg.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                             self.groups)
+
+
+class Conv3d(_Conv):
+    """3-D convolution of (N, C, D, H, W) inputs (``burn.conv3d``).
+
+    Example:
+        >>> burn.nn.Conv3d(2, 4, 3, padding=1)(burn.ones((1, 2, 4, 5, 5))).shape
+        (1, 4, 4, 5, 5)
+    """
+
+    spatial = 3
+
+    def forward(self, x: Tensor) -> Tensor:
+        x, padding = self._padded(x)
+        return volume.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation,
                              self.groups)
 
 

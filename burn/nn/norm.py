@@ -182,4 +182,4 @@ class BatchNorm(Module):
             moved = running + (batch.to(running.dtype) - running) * rate
             running.backend.assign(running.prim, moved.to(running.dtype).prim)
 
-BatchNorm1d = BatchNorm2d = BatchNorm  # torch's names: one class serves every rank
+BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm  # torch's names: one class, every rank

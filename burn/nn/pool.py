@@ -1,4 +1,4 @@
-"""Pooling layers: ``MaxPool1d``/``MaxPool2d``, ``AvgPool1d``/``AvgPool2d`` and
+"""Pooling layers: ``MaxPool1d``/``2d``/``3d``, ``AvgPool1d``/``2d``/``3d`` and
 ``AdaptiveAvgPool2d``.
 
 Example:
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import linalg
+from ..tensor import linalg, volume
 from ..tensor.tensor import Tensor
 from .module import Module
 
@@ -86,6 +86,32 @@ class AvgPool1d(Module):
     def forward(self, x: Tensor) -> Tensor:
         return linalg.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                                  self.count_include_pad)
+
+
+class MaxPool3d(MaxPool2d):
+    """``MaxPool2d`` over (N, C, D, H, W) (``burn.max_pool3d``).
+
+    Example:
+        >>> burn.nn.MaxPool3d(2)(burn.ones((1, 2, 4, 6, 6))).shape
+        (1, 2, 2, 3, 3)
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return volume.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                                 self.ceil_mode)
+
+
+class AvgPool3d(AvgPool2d):
+    """``AvgPool2d`` over (N, C, D, H, W) (``burn.avg_pool3d``).
+
+    Example:
+        >>> burn.nn.AvgPool3d(2, stride=1)(burn.ones((1, 2, 3, 3, 3))).shape
+        (1, 2, 2, 2, 2)
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return volume.avg_pool3d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                 self.count_include_pad, self.divisor_override)
 
 
 class AdaptiveAvgPool2d(Module):

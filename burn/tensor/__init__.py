@@ -1,9 +1,9 @@
 """The ``Tensor`` API; importing this package attaches every op family's methods.
 
 Each family module (``elementwise``, ``views``, ``reduce``, ``index``, ``linalg``,
-``conv_transpose``, ``attention``, ``random``) defines its functions, attaches the ones that
-are methods with ``@tensor_method`` and lists its public functions in ``__all__``; ``burn``
-re-exports them.
+``conv_transpose``, ``volume``, ``attention``, ``random``) defines its functions, attaches the
+ones that are methods with ``@tensor_method`` and lists its public functions in ``__all__``;
+``burn`` re-exports them.
 """
 
 from collections.abc import Callable
@@ -19,11 +19,12 @@ from . import (
     random,
     reduce,
     views,
+    volume,
 )
 from .tensor import Tensor
 
-FAMILIES = (creation, elementwise, views, reduce, index, linalg, conv_transpose, attention,
-            random)
+FAMILIES = (creation, elementwise, views, reduce, index, linalg, conv_transpose, volume,
+            attention, random)
 
 
 def family_functions() -> dict[str, Callable[..., Any]]:

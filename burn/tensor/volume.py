@@ -1,0 +1,152 @@
+"""3-D convolution and pooling as torch's: ``conv3d``, ``max_pool3d``, ``avg_pool3d`` on
+(N, C, D, H, W) inputs (or without the batch axis).
+
+They are built from the 2-D ops, so they run on the backend's own convolution and pooling
+kernels on every backend, and under ``Autodiff`` their gradients come from the rules of the
+ops they are made of:
+
+- ``conv3d`` unfolds the depth: for each output depth, the KD input slices its kernel covers
+  become channels, (N * OD, KD * C, H, W) (the input copied KD times over), the weight's depth
+  axis joins its channels the same way, and one 2-D convolution computes the rest;
+- the pools are separable: a 2-D pool over the height and width of each depth slice, then one
+  over the depth (a 2-D pool with a kernel KD high and 1 wide). A window's maximum is the
+  maximum of its slices' maxima, its sum the sum of their sums, and torch's divisor the
+  product of each axis's count.
+
+Example:
+    >>> burn.conv3d(burn.ones((1, 2, 5, 6, 6)), burn.ones((4, 2, 3, 3, 3)), padding=1).shape
+    (1, 4, 5, 6, 6)
+    >>> burn.max_pool3d(burn.ones((1, 2, 5, 6, 6)), 2).shape
+    (1, 2, 2, 3, 3)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..backend.base import BurnError
+from .index import pad, stack
+from .linalg import (
+    _as_dtype,
+    _batched,
+    _check_conv_operands,
+    _compute_dtype,
+    _conv_padding,
+    _floating,
+    _out_size,
+    _pool_geometry,
+    _tuple,
+    avg_pool2d,
+    conv2d,
+    max_pool2d,
+)
+from .tensor import Tensor, same_backend
+from .views import permute, reshape
+
+__all__ = ["avg_pool3d", "conv3d", "max_pool3d"]
+
+
+def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """3-D convolution of ``x`` (N, C, D, H, W) with ``weight`` (O, C / groups, KD, KH, KW);
+    ``padding`` as ints, ``"same"`` (stride 1) or ``"valid"``.
+
+    Example:
+        >>> burn.conv3d(burn.ones((2, 4, 6, 6, 6)), burn.ones((8, 4, 3, 3, 3)), stride=2).shape
+        (2, 8, 2, 2, 2)
+    """
+    op = "conv3d"
+    x, unbatched = _batched(x, 3, op)
+    _check_conv_operands(op, x, weight, bias, groups, 3)
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    same_backend(op, *operands)
+    dtype = _floating(op, operands)
+    x, weight = _as_dtype(x, dtype), _as_dtype(weight, dtype)
+    bias = None if bias is None else _as_dtype(bias, dtype)
+    kernel = tuple(weight.shape[2:])
+    stride_t = _tuple(stride, 3, "stride", op, 1)
+    dilation_t = _tuple(dilation, 3, "dilation", op, 1)
+    pads, same = _conv_padding(padding, kernel, stride_t, dilation_t, op)
+    kd, sd, dd = kernel[0], stride_t[0], dilation_t[0]
+    n, c, depth, h, w = x.shape
+    if same:  # torch's: the odd one out of an even span goes after
+        total = dd * (kd - 1)
+        depth_pads, plane_padding, od = (total // 2, total - total // 2), "same", depth
+    else:
+        depth_pads, plane_padding = (pads[0], pads[0]), pads[1:]
+        od = _out_size(op, depth, kd, sd, pads[0], dd, x.shape)
+        for size, k, p, d in zip((h, w), kernel[1:], pads[1:], dilation_t[1:]):
+            _out_size(op, size, k, 1, p, d, x.shape)  # the kernel fits: said as conv3d
+    if any(depth_pads):
+        x = pad(x, (0, 0, 0, 0, *depth_pads), 0)
+    by_depth = permute(x, 0, 2, 1, 3, 4)  # (N, D, C, H, W)
+    unfolded = stack([by_depth[:, k * dd:k * dd + (od - 1) * sd + 1:sd] for k in range(kd)],
+                     2)  # (N, OD, KD, C, H, W)
+    if groups > 1:  # a group's channels together, as the 2-D convolution splits them
+        unfolded = permute(reshape(unfolded, n, od, kd, groups, c // groups, h, w),
+                           0, 1, 3, 2, 4, 5, 6)
+    planes = reshape(unfolded, n * od, kd * c, h, w)
+    out_channels = weight.shape[0]
+    flat_weight = reshape(permute(weight, 0, 2, 1, 3, 4), out_channels, kd * weight.shape[1],
+                          *kernel[1:])
+    y = conv2d(planes, flat_weight, bias, stride_t[1:], plane_padding, dilation_t[1:], groups)
+    y = permute(reshape(y, n, od, out_channels, *y.shape[2:]), 0, 2, 1, 3, 4)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def max_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+    """Maximum over sliding windows of ``x`` (N, C, D, H, W), padding with -inf;
+    ``ceil_mode`` adds last partial windows (torch's).
+
+    Example:
+        >>> burn.max_pool3d(burn.ones((1, 2, 5, 5, 5)), 3, stride=2, padding=1).shape
+        (1, 2, 3, 3, 3)
+    """
+    op = "max_pool3d"
+    x, unbatched = _batched(x, 3, op)
+    _floating(op, (x,))
+    kernel, stride_t, pads, dilation_t = _pool_geometry(op, x, kernel_size, stride, padding,
+                                                        dilation, 3)
+    n, c, depth, h, w = x.shape
+    planes = max_pool2d(reshape(x, n, c * depth, h, w), kernel[1:], stride_t[1:], pads[1:],
+                        dilation_t[1:], ceil_mode)
+    oh, ow = planes.shape[2:]
+    y = max_pool2d(reshape(planes, n, c, depth, oh * ow), (kernel[0], 1), (stride_t[0], 1),
+                   (pads[0], 0), (dilation_t[0], 1), ceil_mode)
+    y = reshape(y, n, c, y.shape[2], oh, ow)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of ``x`` (N, C, D, H, W) as torch's: padding counted unless
+    ``count_include_pad=False``, ``ceil_mode``'s last partial windows, ``divisor_override``;
+    16-bit inputs averaged in float32 and rounded once.
+
+    Example:
+        >>> burn.avg_pool3d(burn.ones((1, 1, 4, 4, 4)), 2, padding=1,
+        ...                 count_include_pad=False).tolist()[0][0][0][0]
+        [1.0, 1.0, 1.0]
+    """
+    op = "avg_pool3d"
+    x, unbatched = _batched(x, 3, op)
+    _floating(op, (x,))
+    if divisor_override is not None and (not isinstance(divisor_override, int)
+                                         or isinstance(divisor_override, bool)
+                                         or divisor_override < 1):
+        raise BurnError(f"{op}: divisor_override must be a positive int, got "
+                        f"{divisor_override!r}")
+    kernel, stride_t, pads, _ = _pool_geometry(op, x, kernel_size, stride, padding, 1, 3)
+    n, c, depth, h, w = x.shape
+    values = _as_dtype(x, _compute_dtype(x.dtype))
+    # the planes' sums when a divisor overrides torch's, so that the depth pass divides once
+    planes = avg_pool2d(reshape(values, n, c * depth, h, w), kernel[1:], stride_t[1:],
+                        pads[1:], ceil_mode, count_include_pad,
+                        None if divisor_override is None else 1)
+    oh, ow = planes.shape[2:]
+    y = avg_pool2d(reshape(planes, n, c, depth, oh * ow), (kernel[0], 1), (stride_t[0], 1),
+                   (pads[0], 0), ceil_mode, count_include_pad, divisor_override)
+    y = _as_dtype(reshape(y, n, c, y.shape[2], oh, ow), x.dtype)
+    return reshape(y, *y.shape[1:]) if unbatched else y
