@@ -39,6 +39,7 @@ from kernels.matmul import accumulator
 
 from ..backend.base import BurnError
 from .creation import from_numpy
+from .index import pad as pad_tensor
 from .tensor import Tensor, same_backend, tensor_method
 from .views import broadcast_shapes, expand, reshape, unsqueeze
 
@@ -319,8 +320,6 @@ def _pool(op: str, kind: str, x: Tensor, kernel_size: Any, stride: Any, padding:
                        divisor_override) if kind == "avg" else None
     source = x if scale is None else _as_dtype(x, _compute_dtype(x.dtype))
     if any(overhang):  # ceil_mode's last windows: room past the end, which no window counts
-        from .index import pad as pad_tensor
-
         fill = -float("inf") if kind == "max" else 0.0
         source = pad_tensor(source, [v for extra in reversed(overhang) for v in (0, extra)],
                             fill)
