@@ -18,8 +18,8 @@ Example:
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Sequence
+from collections import ChainMap, Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from ..backend.base import Backend, BurnError
 from ..nn.module import Module, _mapped
 from ..tensor.tensor import Tensor
 from . import math_ops, nn_ops, shape_ops  # noqa: F401 - each registers its operators
+from .control import CONTROL_FLOW, all_nodes, node_reads
 from .proto import Graph, Model, Node, ValueInfo, read_model
 from .registry import OPERATORS, Attributes, onnx_dtype, stored_dtype, to_backend
 
@@ -144,8 +145,12 @@ class OnnxModel(Module):
         """Run one step; its outputs also go to ``kept`` when given."""
         node = step.node
         try:
-            arguments = _arguments(OPERATORS[node.op_type], node, env, self._place)
-            produced = OPERATORS[node.op_type].run(step.attrs, *arguments)
+            if node.op_type in CONTROL_FLOW:
+                produced = self._control(node, step.attrs, env, backend,
+                                         _where(self.source, step.index, node))
+            else:
+                arguments = _arguments(OPERATORS[node.op_type], node, env, self._place)
+                produced = OPERATORS[node.op_type].run(step.attrs, *arguments)
         except Exception as error:
             raise BurnError(f"burn.onnx: {_where(self.source, step.index, node)} failed: "
                             f"{error}") from error
@@ -154,6 +159,41 @@ class OnnxModel(Module):
             kept.update((name, env[name]) for name in node.outputs if name)
         for name in step.frees:
             env.pop(name, None)
+
+    def _control(self, node: Node, attrs: Attributes, scope: Mapping[str, Tensor],
+                 backend: Backend, where: str) -> list[Tensor]:
+        """Run an ``If`` or ``Loop`` node: its subgraphs see ``scope``."""
+        inputs = [scope[name] if name else None for name in node.inputs]
+
+        def run_graph(graph: Graph, values: list[Tensor], outer: Mapping[str, Tensor],
+                      label: str) -> list[Tensor]:
+            return self._run_graph(graph, values, outer, backend, f"{where}, {label}")
+
+        return CONTROL_FLOW[node.op_type](attrs, inputs, scope, run_graph)
+
+    def _run_graph(self, graph: Graph, inputs: list[Tensor], scope: Mapping[str, Tensor],
+                   backend: Backend, where: str) -> list[Tensor]:
+        """A subgraph's outputs: its nodes run in their own scope over ``scope``."""
+        env: ChainMap[str, Tensor] = ChainMap({}, scope)  # type: ignore[arg-type]
+        own = env.maps[0]
+        own.update((spec.name, value) for spec, value in zip(graph.inputs, inputs))
+        own.update((name, Tensor(_HOST.from_numpy(array), _HOST))
+                   for name, array in graph.initializers.items())
+        for index, node in enumerate(graph.nodes):
+            attrs = Attributes(node.attributes, node.op_type, self.opset,
+                               outputs=sum(1 for name in node.outputs if name))
+            try:
+                if node.op_type in CONTROL_FLOW:
+                    produced = self._control(node, attrs, env, backend,
+                                             f"{where}: node {index} ({node.op_type})")
+                else:
+                    arguments = _arguments(OPERATORS[node.op_type], node, env, self._place)
+                    produced = OPERATORS[node.op_type].run(attrs, *arguments)
+            except Exception as error:
+                raise BurnError(f"{where}: node {index} {node.name!r} ({node.op_type}) "
+                                f"failed: {error}") from error
+            _store(own, node, produced, where, index)
+        return [env[spec.name] for spec in graph.outputs]
 
     def _place(self, name: str, value: Tensor, backend: Backend) -> Tensor:
         """``value`` on ``backend``. A constant's copy there is kept for the next call; so is
@@ -241,15 +281,16 @@ def _check_supported(model: Model, source: str) -> None:
                         f"{OPSETS.start}-{OPSETS.stop - 1} (convert it with "
                         f"onnx.version_converter)")
     missing: dict[str, list[str]] = {}
-    for index, node in enumerate(model.graph.nodes):
-        if node.domain not in ("", "ai.onnx") or node.op_type not in OPERATORS:
+    for where, node in all_nodes(model.graph):  # the bodies of If and Loop too
+        if node.domain not in ("", "ai.onnx") or (node.op_type not in OPERATORS
+                                                  and node.op_type not in CONTROL_FLOW):
             label = node.op_type if not node.domain else f"{node.domain}.{node.op_type}"
-            missing.setdefault(label, []).append(node.name or f"#{index}")
+            missing.setdefault(label, []).append(node.name or where)
     if missing:
         listed = "; ".join(f"{op} ({len(names)} node{'s' * (len(names) > 1)}, first "
                            f"{names[0]!r})" for op, names in sorted(missing.items()))
         raise BurnError(f"burn.onnx: {source} has operators burn does not run yet: {listed}. "
-                        f"burn runs: {', '.join(sorted(OPERATORS))}")
+                        f"burn runs: {', '.join(sorted([*OPERATORS, *CONTROL_FLOW]))}")
 
 
 def _fold(graph: Graph, opset: int, constants: dict[str, Tensor], params: set[str],
@@ -261,11 +302,12 @@ def _fold(graph: Graph, opset: int, constants: dict[str, Tensor], params: set[st
     for index, node in enumerate(graph.nodes):
         attrs = Attributes(node.attributes, node.op_type, opset,
                            outputs=sum(1 for name in node.outputs if name))
-        for name in node.inputs:
-            if name and name not in known:
+        for name in node_reads(node):  # a subgraph's reads of this graph's values too
+            if name not in known:
                 raise BurnError(f"burn.onnx: {_where(source, index, node)} reads {name!r}, "
                                 f"which no earlier node, input or initializer defines")
-        if all(not name or name in constants for name in node.inputs):
+        if node.op_type not in CONTROL_FLOW and all(not name or name in constants
+                                                    for name in node.inputs):
             try:
                 arguments = _arguments(OPERATORS[node.op_type], node, constants,
                                        lambda name, value, backend: value.to(backend))
@@ -287,7 +329,12 @@ def _shaped(steps: list[_Step], constants: set[str]) -> list[_Step]:
     one the inputs' shapes fix: a ``Shape`` of it is not marked."""
     known, value_shaped, marked = set(constants), set(), []
     for step in steps:
-        node, op = step.node, OPERATORS[step.node.op_type]
+        node = step.node
+        if node.op_type in CONTROL_FLOW:  # what a branch or a loop computes: values
+            value_shaped.update(name for name in node.outputs if name)
+            marked.append(step)
+            continue
+        op = OPERATORS[node.op_type]
         if node.op_type in ("Shape", "Size"):
             shaped = node.inputs[0] not in value_shaped
         else:
@@ -307,7 +354,7 @@ def _with_frees(steps: list[_Step], outputs: list[str], kept: set[str]) -> list[
     graph holds only its live activations."""
     last_use: dict[str, int] = {}
     for position, step in enumerate(steps):
-        for name in (*step.node.inputs, *step.node.outputs):
+        for name in (*node_reads(step.node), *step.node.outputs):
             if name:
                 last_use[name] = position
     keep = set(outputs) | kept
