@@ -15,11 +15,14 @@ model gives: the values a body computes stay in its own scope.
   does and ONNX's own Loop tests expect; the reference evaluator's ``np.vstack`` agrees for
   0-d and 1-d scan outputs).
 
-``Scan`` is not run yet (refused by name at load).
+- ``Scan`` (opset 9 on): the body runs once per element along each scan input's axis
+  (forward or reverse), on (state variables, one element of each scan input); the final
+  states are outputs, and each scan output's elements are stacked along its own axis (in
+  reverse order for a reverse direction).
 
 Example:
     >>> sorted(CONTROL_FLOW)
-    ['If', 'Loop']
+    ['If', 'Loop', 'Scan']
 """
 
 from __future__ import annotations
@@ -122,5 +125,51 @@ def run_loop(attrs: Attributes, inputs: list[Tensor | None], scope: Mapping[str,
     return carried + [ops.stack(values, 0) for values in scans]
 
 
+def _axes(attrs: Attributes, name: str, count: int, ranks: list[int]) -> list[int]:
+    """An axes attribute (default 0 each), each counted from the front of its rank."""
+    axes = attrs.ints(name) or [0] * count
+    if len(axes) != count:
+        raise BurnError(f"Scan: {name} lists {len(axes)} axes for {count} tensors")
+    for axis, rank in zip(axes, ranks):
+        if not -rank <= axis < rank:
+            raise BurnError(f"Scan: {name} has axis {axis}, out of range for rank {rank}")
+    return [axis % rank for axis, rank in zip(axes, ranks)]
+
+
+def run_scan(attrs: Attributes, inputs: list[Tensor | None], scope: Mapping[str, Tensor],
+             run_graph: RunGraph) -> list[Tensor]:
+    """The final state variables, then each scan output's elements stacked along its axis."""
+    if attrs.version < 9:
+        raise attrs.refuse("opset 8's Scan (a batch axis and sequence_lens)",
+                           "export with opset 9 or later")
+    body: Graph = attrs.get("body")
+    count = attrs.int("num_scan_inputs")
+    states, sequences = list(inputs[:len(inputs) - count]), inputs[len(inputs) - count:]
+    in_axes = _axes(attrs, "scan_input_axes", count, [x.ndim for x in sequences])
+    reverse_in = attrs.ints("scan_input_directions") or [0] * count
+    lengths = {x.shape[axis] for x, axis in zip(sequences, in_axes)}
+    if len(lengths) != 1:
+        raise BurnError(f"Scan: the scan inputs have different lengths along their axes "
+                        f"({sorted(lengths)})")
+    length = lengths.pop()
+    scans: list[list[Tensor]] = [[] for _ in range(len(body.outputs) - len(states))]
+    for step in range(length):
+        elements = [x[(slice(None),) * axis + (length - 1 - step if back else step,)]
+                    for x, axis, back in zip(sequences, in_axes, reverse_in)]
+        outputs = run_graph(body, [*states, *elements], scope, f"body, iteration {step}")
+        states = outputs[:len(states)]
+        for values, value in zip(scans, outputs[len(states):]):
+            values.append(value)
+    if scans and length == 0:
+        raise BurnError("Scan: the scan inputs are empty, so its scan outputs have no shape "
+                        "to be empty in; burn needs at least one element")
+    out_axes = _axes(attrs, "scan_output_axes", len(scans),
+                     [values[0].ndim + 1 for values in scans])
+    reverse_out = attrs.ints("scan_output_directions") or [0] * len(scans)
+    return states + [ops.stack(values[::-1] if back else values, axis)
+                     for values, axis, back in zip(scans, out_axes, reverse_out)]
+
+
 #: the control-flow operators: ``run(attrs, inputs, scope, run_graph)``
-CONTROL_FLOW: dict[str, Callable[..., list[Tensor]]] = {"If": run_if, "Loop": run_loop}
+CONTROL_FLOW: dict[str, Callable[..., list[Tensor]]] = {"If": run_if, "Loop": run_loop,
+                                                        "Scan": run_scan}

@@ -127,3 +127,51 @@ def test_a_failing_body_names_where_it_failed():
     with pytest.raises(burn.BurnError, match=r"node 0 \(Loop\) failed: .*body, iteration 0: "
                                              r"node 6 '' \(ReduceSum\) failed: .*axis 4"):
         model(np.ones((2, 3), np.float32))
+
+
+def scan_model(axis: int = 0, reverse: int = 0) -> onnx.ModelProto:
+    """A recurrence ``h = tanh(h * decay + x_t)`` along ``axis`` of ``xs`` (forward or
+    ``reverse``), ``decay`` read from the outer graph; scan outputs: each step's ``h`` row
+    sums stacked along ``axis`` (in the input's direction) and each ``h`` along axis 0."""
+    body = helper.make_graph(
+        [N("Mul", ["h_in", "decay"], ["kept"]), N("Add", ["kept", "x_t"], ["mixed"]),
+         N("Tanh", ["mixed"], ["h_out"]),
+         N("ReduceSum", ["h_out", "last"], ["sums"], keepdims=0),
+         N("Identity", ["h_out"], ["every_h"])],
+        "body", [_info("h_in", shape=[2, 3]), _info("x_t", shape=[2, 3])],
+        [_info("h_out"), _info("sums"), _info("every_h")])
+    directions = {} if not reverse else {"scan_input_directions": [1],
+                                         "scan_output_directions": [1, 0]}
+    axes = {} if not axis else {"scan_input_axes": [axis], "scan_output_axes": [axis, 0]}
+    shape = [5, 2, 3] if axis == 0 else [2, 5, 3]
+    nodes = [N("Scan", ["h0", "xs"], ["h", "sums", "every_h"], body=body, num_scan_inputs=1,
+               **directions, **axes)]
+    return _model(nodes, [_info("h0", shape=[2, 3]), _info("xs", shape=shape)],
+                  ["h", "sums", "every_h"], {"decay": np.array(0.5, np.float32),
+                                             "last": np.array([1], np.int64)})
+
+
+def test_scan_runs_a_recurrence(backend):
+    """Along axis 0, forward: what ONNX's reference evaluator runs."""
+    h0 = R.normal(size=(2, 3)).astype(np.float32)
+    xs = R.normal(size=(5, 2, 3)).astype(np.float32)
+    h, sums, every = compare(scan_model(), [h0, xs], backend)
+    assert sums.shape == (5, 2) and every.shape == (5, 2, 3)
+    np.testing.assert_allclose(h.numpy(), every.numpy()[-1])
+
+
+def test_scan_along_another_axis_in_reverse(backend):
+    """Axis 1, reverse (which the reference evaluator does not run): against the recurrence
+    in float64, each output element placed back where its input element came from."""
+    h0 = R.normal(size=(2, 3)).astype(np.float32)
+    xs = R.normal(size=(2, 5, 3)).astype(np.float32)
+    h, sums, every = burn.onnx.load(scan_model(axis=1, reverse=1).SerializeToString(),
+                                    backend=backend)(h0, xs)
+    state, want_sums, want_every = h0.astype(np.float64), np.zeros((2, 5)), []
+    for t in reversed(range(5)):
+        state = np.tanh(state * 0.5 + xs[:, t])
+        want_sums[:, t] = state.sum(axis=1)
+        want_every.append(state)
+    np.testing.assert_allclose(h.numpy(), state, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sums.numpy(), want_sums, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(every.numpy(), np.stack(want_every), rtol=1e-5, atol=1e-6)
