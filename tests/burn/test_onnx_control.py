@@ -175,3 +175,13 @@ def test_scan_along_another_axis_in_reverse(backend):
     np.testing.assert_allclose(h.numpy(), state, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(sums.numpy(), want_sums, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(every.numpy(), np.stack(want_every), rtol=1e-5, atol=1e-6)
+
+
+def test_opset_8_scan_is_refused():
+    model = scan_model()
+    model.opset_import[0].version = 8
+    loaded = burn.onnx.load(model.SerializeToString(), backend="numpy")
+    with pytest.raises(burn.BurnError, match=r"Scan: opset 8's Scan \(a batch axis and "
+                                             r"sequence_lens\) is not supported yet; export "
+                                             r"with opset 9 or later"):
+        loaded(np.zeros((2, 3), np.float32), np.zeros((5, 2, 3), np.float32))
