@@ -14,7 +14,7 @@ from . import init
 from .activation import GELU, Dropout, Flatten, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiHeadAttention, TransformerEncoderLayer
 from .container import Sequential
-from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .embedding import Embedding
 from .linear import Linear
 from .loss import binary_cross_entropy_with_logits, cross_entropy, l1_loss, mse_loss, nll_loss
@@ -41,8 +41,9 @@ from .pool import (
 
 __all__ = ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "BatchNorm", "BatchNorm1d",
            "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
-           "ConvTranspose2d", "Dropout", "Embedding", "Flatten", "GELU", "GroupNorm",
-           "InstanceNorm", "LayerNorm", "Linear", "MaxPool1d", "MaxPool2d", "MaxPool3d", "Module",
-           "MultiHeadAttention", "RMSNorm", "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax",
-           "Tanh", "TransformerEncoderLayer", "binary_cross_entropy_with_logits", "cross_entropy",
-           "init", "l1_loss", "mse_loss", "nll_loss"]
+           "ConvTranspose2d", "ConvTranspose3d", "Dropout", "Embedding", "Flatten", "GELU",
+           "GroupNorm", "InstanceNorm", "LayerNorm", "Linear", "MaxPool1d", "MaxPool2d",
+           "MaxPool3d", "Module", "MultiHeadAttention", "RMSNorm", "ReLU", "Sequential", "SiLU",
+           "Sigmoid", "Softmax", "Tanh", "TransformerEncoderLayer",
+           "binary_cross_entropy_with_logits", "cross_entropy", "init", "l1_loss", "mse_loss",
+           "nll_loss"]

@@ -1,4 +1,4 @@
-"""``Conv1d``, ``Conv2d``, ``Conv3d`` and the transposes ``ConvTranspose1d``, ``ConvTranspose2d``:
+"""``Conv1d``, ``Conv2d``, ``Conv3d`` and the transposes ``ConvTranspose1d``/``2d``/``3d``:
 torch's layouts and initialization.
 
 Example:
@@ -49,9 +49,11 @@ PADDING_MODES = {"zeros": None, "reflect": "reflect", "replicate": "replicate",
 
 class _Conv(Module):
     """A convolution; ``padding_mode`` other than ``"zeros"`` pads the input by
-    ``burn.pad`` in that mode first (torch's ``padding_mode``)."""
+    ``burn.pad`` in that mode first (torch's ``padding_mode``). Each subclass names its
+    ``spatial`` rank and its ``convolution`` function."""
 
     spatial = 2
+    convolution = staticmethod(linalg.conv2d)
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
@@ -66,6 +68,11 @@ class _Conv(Module):
                                                       *kernel), bias, dtype, backend, generator)
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.padding_mode = padding_mode
+
+    def forward(self, x: Tensor) -> Tensor:
+        x, padding = self._padded(x)
+        return self.convolution(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                                self.groups)
 
     def _padded(self, x: Tensor) -> tuple[Tensor, Any]:
         """The input and the padding left for the convolution itself."""
@@ -82,20 +89,11 @@ class Conv1d(_Conv):
     """1-D convolution of (N, C, L) inputs."""
 
     spatial = 1
-
-    def forward(self, x: Tensor) -> Tensor:
-        x, padding = self._padded(x)
-        return linalg.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
-                             self.groups)
+    convolution = staticmethod(linalg.conv1d)
 
 
 class Conv2d(_Conv):
     """2-D convolution of (N, C, H, W) inputs."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        x, padding = self._padded(x)
-        return linalg.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
-                             self.groups)
 
 
 class Conv3d(_Conv):
@@ -107,15 +105,14 @@ class Conv3d(_Conv):
     """
 
     spatial = 3
-
-    def forward(self, x: Tensor) -> Tensor:
-        x, padding = self._padded(x)
-        return volume.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation,
-                             self.groups)
+    convolution = staticmethod(volume.conv3d)
 
 
 class _ConvTranspose(Module):
+    """A transposed convolution: ``spatial`` and ``convolution`` as ``_Conv``'s."""
+
     spatial = 2
+    convolution = staticmethod(conv_transpose.conv_transpose2d)
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
@@ -128,23 +125,30 @@ class _ConvTranspose(Module):
         self.stride, self.padding, self.output_padding = stride, padding, output_padding
         self.groups, self.dilation = groups, dilation
 
+    def forward(self, x: Tensor) -> Tensor:
+        return self.convolution(x, self.weight, self.bias, self.stride, self.padding,
+                                self.output_padding, self.groups, self.dilation)
+
 
 class ConvTranspose1d(_ConvTranspose):
     """1-D transposed convolution of (N, C, L) inputs (``burn.conv_transpose1d``)."""
 
     spatial = 1
-
-    def forward(self, x: Tensor) -> Tensor:
-        return conv_transpose.conv_transpose1d(x, self.weight, self.bias, self.stride,
-                                               self.padding, self.output_padding, self.groups,
-                                               self.dilation)
+    convolution = staticmethod(conv_transpose.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTranspose):
     """2-D transposed convolution of (N, C, H, W) inputs (``burn.conv_transpose2d``): the
     upsampling layer of decoders and U-Nets."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        return conv_transpose.conv_transpose2d(x, self.weight, self.bias, self.stride,
-                                               self.padding, self.output_padding, self.groups,
-                                               self.dilation)
+
+class ConvTranspose3d(_ConvTranspose):
+    """3-D transposed convolution of (N, C, D, H, W) inputs (``burn.conv_transpose3d``).
+
+    Example:
+        >>> burn.nn.ConvTranspose3d(4, 2, 2, stride=2)(burn.ones((1, 4, 2, 3, 3))).shape
+        (1, 2, 4, 6, 6)
+    """
+
+    spatial = 3
+    convolution = staticmethod(volume.conv_transpose3d)

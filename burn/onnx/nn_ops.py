@@ -24,16 +24,16 @@ from ..tensor.tensor import Tensor
 from .registry import Attributes, operator, ops
 
 _CONV = {1: ops.conv1d, 2: ops.conv2d, 3: ops.conv3d}
-_CONV_T = {1: ops.conv_transpose1d, 2: ops.conv_transpose2d}
+_CONV_T = {1: ops.conv_transpose1d, 2: ops.conv_transpose2d, 3: ops.conv_transpose3d}
 _MAX_POOL = {1: ops.max_pool1d, 2: ops.max_pool2d, 3: ops.max_pool3d}
 _AVG_POOL = {1: ops.avg_pool1d, 2: ops.avg_pool2d, 3: ops.avg_pool3d}
 
 
-def _spatial(attrs: Attributes, x: Tensor, most: int = 3) -> int:
+def _spatial(attrs: Attributes, x: Tensor) -> int:
     dims = x.ndim - 2
-    if not 1 <= dims <= most:
+    if not 1 <= dims <= 3:
         raise attrs.refuse(f"a {dims}-d {attrs.op_type} (input {x.shape})",
-                           f"burn runs 1-d to {most}-d ones")
+                           "burn runs 1-d to 3-d ones")
     return dims
 
 
@@ -95,7 +95,7 @@ def conv(attrs: Attributes, x: Tensor, weight: Tensor, bias: Tensor | None = Non
 @operator("ConvTranspose")
 def conv_transpose(attrs: Attributes, x: Tensor, weight: Tensor,
                    bias: Tensor | None = None) -> Tensor:
-    dims = _spatial(attrs, x, most=2)
+    dims = _spatial(attrs, x)
     if attrs.has("output_shape") or attrs.str("auto_pad", "NOTSET") != "NOTSET":
         raise attrs.refuse("output_shape or auto_pad", "give pads (and output_padding)")
     kernel = attrs.ints("kernel_shape") or list(weight.shape[2:])

@@ -144,9 +144,12 @@ def _transposed_sizes(op: str, x: Tensor, kernel: Sequence[int], stride: Sequenc
     return sizes
 
 
-def _conv_transpose(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
-                    padding: Any, output_padding: Any, dilation: Any, groups: int,
-                    spatial: int) -> Tensor:
+def transposed_arguments(op: str, x: Tensor, weight: Tensor, bias: Tensor | None,
+                         stride: Any, padding: Any, output_padding: Any, dilation: Any,
+                         groups: int, spatial: int) -> tuple[Any, ...]:
+    """A transposed convolution's checked operands in one dtype and its per-axis arguments:
+    (batched x, weight, bias, whether the batch axis was added, stride, padding,
+    output_padding, dilation, output sizes)."""
     x, unbatched = _batched(x, spatial, op)
     _check_transposed_operands(op, x, weight, bias, groups, spatial)
     operands = (x, weight) if bias is None else (x, weight, bias)
@@ -162,6 +165,14 @@ def _conv_transpose(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, str
     sizes = _transposed_sizes(op, x, weight.shape[2:], stride_t, pad_t, extra, dilation_t)
     x, weight = _as_dtype(x, dtype), _as_dtype(weight, dtype)
     bias = None if bias is None else _as_dtype(bias, dtype)
+    return x, weight, bias, unbatched, stride_t, pad_t, extra, dilation_t, sizes
+
+
+def _conv_transpose(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+                    padding: Any, output_padding: Any, dilation: Any, groups: int,
+                    spatial: int) -> Tensor:
+    x, weight, bias, unbatched, stride_t, pad_t, _, dilation_t, sizes = transposed_arguments(
+        op, x, weight, bias, stride, padding, output_padding, dilation, groups, spatial)
     x, weight, stride_t, pad_t, dilation_t, sizes = _lifted(x, weight, spatial, stride_t,
                                                             pad_t, dilation_t, sizes)
     y = transposed_convolution(x, weight, bias, stride_t, pad_t, dilation_t, groups, sizes)

@@ -1,5 +1,5 @@
-"""3-D convolution and pooling as torch's: ``conv3d``, ``max_pool3d``, ``avg_pool3d`` on
-(N, C, D, H, W) inputs (or without the batch axis).
+"""3-D convolution and pooling as torch's: ``conv3d``, ``conv_transpose3d``,
+``max_pool3d``, ``avg_pool3d`` on (N, C, D, H, W) inputs (or without the batch axis).
 
 They are built from the 2-D ops, so they run on the backend's own convolution and pooling
 kernels on every backend, and under ``Autodiff`` their gradients come from the rules of the
@@ -8,6 +8,10 @@ ops they are made of:
 - ``conv3d`` unfolds the depth: for each output depth, the KD input slices its kernel covers
   become channels, (N * OD, KD * C, H, W) (the input copied KD times over), the weight's depth
   axis joins its channels the same way, and one 2-D convolution computes the rest;
+- ``conv_transpose3d`` is its adjoint: the input spread by the stride (``stride - 1`` zeros
+  after each element along each axis), padded by what the kernel reaches past the cropping,
+  and one stride-1 ``conv3d`` with each kernel flipped and the weight's channel axes swapped
+  per group (``stride ** 3`` times the useful work);
 - the pools are separable: a 2-D pool over the height and width of each depth slice, then one
   over the depth (a 2-D pool with a kernel KD high and 1 wide). A window's maximum is the
   maximum of its slices' maxima, its sum the sum of their sums, and torch's divisor the
@@ -25,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backend.base import BurnError
+from .conv_transpose import transposed_arguments
 from .index import pad, stack
 from .linalg import (
     _as_dtype,
@@ -41,9 +46,9 @@ from .linalg import (
     max_pool2d,
 )
 from .tensor import Tensor, same_backend
-from .views import permute, reshape
+from .views import flip, narrow, permute, reshape, unsqueeze
 
-__all__ = ["avg_pool3d", "conv3d", "max_pool3d"]
+__all__ = ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d"]
 
 
 def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
@@ -92,6 +97,61 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
     y = conv2d(planes, flat_weight, bias, stride_t[1:], plane_padding, dilation_t[1:], groups)
     y = permute(reshape(y, n, od, out_channels, *y.shape[2:]), 0, 2, 1, 3, 4)
     return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
+                     padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """3-D transposed convolution of ``x`` (N, C, D, H, W) with ``weight`` (C, O / groups,
+    KD, KH, KW), as torch's (the adjoint of ``conv3d`` with the same arguments);
+    ``output_padding`` (smaller than the stride or the dilation) extends each axis's end.
+
+    Example:
+        >>> burn.conv_transpose3d(burn.ones((1, 4, 3, 4, 4)), burn.ones((4, 2, 3, 3, 3)),
+        ...                       stride=2, padding=1, output_padding=1).shape
+        (1, 2, 6, 8, 8)
+    """
+    x, weight, bias, unbatched, stride_t, pads, extra, dilation_t, _ = transposed_arguments(
+        "conv_transpose3d", x, weight, bias, stride, padding, output_padding, dilation, groups,
+        3)
+    kernel = tuple(weight.shape[2:])
+    c_in, per_group = weight.shape[:2]
+    grouped = reshape(weight, groups, c_in // groups, per_group, *kernel)
+    swapped = reshape(permute(grouped, 0, 2, 1, 3, 4, 5), groups * per_group,
+                      c_in // groups, *kernel)
+    spread = x
+    for axis, (s, k, p, e, d) in enumerate(zip(stride_t, kernel, pads, extra, dilation_t)):
+        reach = (k - 1) * d - p
+        spread = _reach(_spread(spread, 2 + axis, s), 2 + axis, reach, reach + e)
+    y = conv3d(spread, flip(swapped, (2, 3, 4)), bias, 1, 0, dilation_t, groups)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def _spread(x: Tensor, axis: int, stride: int) -> Tensor:
+    """``x`` with ``stride - 1`` zeros after each element along ``axis`` (none after the
+    last)."""
+    size = x.shape[axis]
+    if stride == 1 or size == 0:
+        return x
+    pads = [0] * (2 * (x.ndim - axis))  # burn.pad lists axes from the last backwards
+    pads[-1] = stride - 1  # after the new axis, which sits right after `axis`
+    spread = pad(unsqueeze(x, axis + 1), pads, 0)
+    joined = reshape(spread, *x.shape[:axis], size * stride, *x.shape[axis + 1:])
+    return narrow(joined, axis, 0, (size - 1) * stride + 1)
+
+
+def _reach(x: Tensor, axis: int, before: int, after: int) -> Tensor:
+    """``x`` along ``axis`` zero-padded by ``before``/``after``, or cropped where they are
+    negative (more padding than the kernel reaches)."""
+    start = max(-before, 0)
+    length = x.shape[axis] - start - max(-after, 0)
+    if start or length != x.shape[axis]:
+        x = narrow(x, axis, start, length)
+    if before > 0 or after > 0:
+        pads = [0] * (2 * (x.ndim - axis))
+        pads[-2:] = [max(before, 0), max(after, 0)]
+        x = pad(x, pads, 0)
+    return x
 
 
 def max_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,

@@ -295,9 +295,6 @@ def test_unsupported_attribute_values_say_what_to_do():
              (one_node("Pad", [x, Const(np.array([0, 3, 0, 0], np.int64))],
                        {"mode": "reflect"}), x, r"pad: mode='reflect' pads axis 1 \(size 3\) "
                                                 r"by at most 2 on each side, got \(3, 0\)"),
-             (one_node("ConvTranspose", [volume, Const(f32(1, 1, 2, 2, 2))]), volume,
-              "ConvTranspose: a 3-d ConvTranspose .* is not supported yet; burn runs 1-d to "
-              "2-d ones"),
              (one_node("MaxPool", [f32(1, 1, 2, 2, 2, 2)], {"kernel_shape": [2, 2, 2, 2]}),
               f32(1, 1, 2, 2, 2, 2), "MaxPool: a 4-d MaxPool .* is not supported yet; burn runs "
                                      "1-d to 3-d ones"),

@@ -164,6 +164,10 @@ CASES = {
                 {"group": 2, "strides": [2, 1, 1], "pads": [1, 0, 1, 1, 1, 0]}),
     "ConvTranspose": ("ConvTranspose", [IMG, Const(f32(4, 3, 3, 2)), Const(f32(3))],
                       {"strides": [2, 1], "pads": [1, 0, 1, 0], "output_padding": [1, 0]}),
+    "ConvTranspose_3d": ("ConvTranspose", [f32(1, 4, 3, 4, 3), Const(f32(4, 3, 2, 3, 2)),
+                                           Const(f32(3))],
+                         {"strides": [2, 1, 2], "pads": [0, 1, 1, 1, 0, 0],
+                          "output_padding": [1, 0, 0]}),  # groups: test_volume.py
     "ConvTranspose_uneven": ("ConvTranspose", [IMG, Const(f32(4, 2, 3, 3))],
                              {"strides": [2, 2], "pads": [0, 1, 1, 0]}),
     "MaxPool": ("MaxPool", [IMG], {"kernel_shape": [3, 2], "strides": [2, 2],

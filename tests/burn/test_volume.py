@@ -1,8 +1,9 @@
-"""3-D convolution and pooling (``burn.conv3d``, ``max_pool3d``, ``avg_pool3d``, their
-layers) on every backend, against float64 NumPy written from torch's definitions: strides,
-padding (``"same"`` with an even kernel too), dilation, groups, bias, unbatched inputs,
-pooling's ceil_mode, count_include_pad and divisor_override, a 16-bit average, gradients
-and bad input. Inputs are multiples of 1/8, so sums are exact in float32."""
+"""3-D convolution and pooling (``burn.conv3d``, ``conv_transpose3d``, ``max_pool3d``,
+``avg_pool3d``, their layers) on every backend, against float64 NumPy written from torch's
+definitions: strides, padding (``"same"`` with an even kernel too), dilation, groups, bias,
+output_padding, unbatched inputs, pooling's ceil_mode, count_include_pad and
+divisor_override, a 16-bit average, gradients and bad input. Inputs are multiples of 1/8, so
+sums are exact in float32."""
 
 from __future__ import annotations
 
@@ -78,6 +79,52 @@ def test_conv3d(backend, rng, case):
     assert_close(unbatched.numpy(), want[0] - bias.reshape(-1, 1, 1, 1))
 
 
+def conv_transpose3d_reference(x: np.ndarray, w: np.ndarray, bias: np.ndarray | None,
+                               stride: tuple[int, ...], padding: tuple[int, ...],
+                               extra: tuple[int, ...], dilation: tuple[int, ...],
+                               groups: int) -> np.ndarray:
+    """The adjoint of ``conv3d`` in float64: each input element scatters itself times the
+    kernel into the output, which is then cropped by ``padding`` on each side."""
+    kernel, sizes = w.shape[2:], x.shape[2:]
+    full = [(i - 1) * s + d * (k - 1) + 1 + e
+            for i, k, s, d, e in zip(sizes, kernel, stride, dilation, extra)]
+    in_group, out_group = x.shape[1] // groups, w.shape[1]
+    out = np.zeros((x.shape[0], groups * out_group, *full))
+    for g, taps in itertools.product(range(groups), itertools.product(*map(range, kernel))):
+        region = tuple(slice(t * d, t * d + (i - 1) * s + 1, s)
+                       for t, d, i, s in zip(taps, dilation, sizes, stride))
+        weight = w[(slice(g * in_group, (g + 1) * in_group), slice(None), *taps)]
+        out[(slice(None), slice(g * out_group, (g + 1) * out_group), *region)] += np.einsum(
+            "ncdhw,co->nodhw", x[:, g * in_group:(g + 1) * in_group].astype(np.float64),
+            weight.astype(np.float64))
+    cropped = out[(slice(None), slice(None), *(slice(p, n - p) for p, n in zip(padding, full)))]
+    return cropped if bias is None else cropped + bias.reshape(1, -1, 1, 1, 1)
+
+
+# (input shape, weight shape, stride, padding, output_padding, dilation, groups)
+CONV_TRANSPOSE3D_CASES = [
+    ((2, 4, 3, 4, 3), (4, 3, 3, 3, 2), (2, 2, 2), (1, 1, 1), (1, 1, 0), (1, 1, 1), 1),
+    ((1, 4, 3, 3, 4), (4, 2, 2, 3, 3), (1, 2, 1), (0, 1, 0), (0, 0, 0), (2, 1, 1), 2),
+    ((1, 2, 4, 4, 4), (2, 3, 1, 1, 1), (2, 1, 1), (1, 0, 0), (0, 0, 0), (1, 1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", CONV_TRANSPOSE3D_CASES, ids=str)
+def test_conv_transpose3d(backend, rng, case):
+    """Strided with output_padding, grouped and dilated, and padding past the kernel's reach
+    (the 1 x 1 x 1 kernel: the spread input itself is cropped)."""
+    x_shape, w_shape, stride, padding, extra, dilation, groups = case
+    x, w, bias = _data(rng, x_shape), _data(rng, w_shape), _data(rng, w_shape[1] * groups)
+    want = conv_transpose3d_reference(x, w, bias, stride, padding, extra, dilation, groups)
+    got = burn.conv_transpose3d(on(backend, x), on(backend, w), on(backend, bias), stride,
+                                padding, extra, groups, dilation)
+    assert_close(got.numpy(), want)
+    layer = burn.nn.ConvTranspose3d(x_shape[1], w_shape[1] * groups, w_shape[2:], stride,
+                                    padding, extra, groups, dilation=dilation, backend=backend)
+    layer.weight, layer.bias = on(backend, w), on(backend, bias)
+    assert_close(layer(on(backend, x[0])).numpy(), want[0])  # unbatched
+
+
 # (function, kernel, stride, padding, dilation, keywords)
 POOL3D_CASES = [
     ("max", (2, 2, 2), (2, 2, 2), (0, 0, 0), (1, 1, 1), {}),
@@ -126,6 +173,10 @@ def test_gradients(backend, rng):
     check_gradients(lambda x, w, b: burn.conv3d(x, w, b, stride=(1, 2, 1), padding=1),
                     [normal(1, 2, 4, 4, 3)(rng), normal(3, 2, 2, 3, 2)(rng), normal(3)(rng)],
                     backend, "float32", rng)
+    check_gradients(lambda x, w: burn.conv_transpose3d(x, w, stride=2, padding=1,
+                                                       output_padding=1),
+                    [normal(1, 2, 2, 3, 2)(rng), normal(2, 3, 3, 2, 3)(rng)], backend,
+                    "float32", rng)
     distinct = rng.permutation(2 * 5 * 4 * 5).reshape(1, 2, 5, 4, 5) / 8.0  # no ties
     check_gradients(lambda x: burn.max_pool3d(x, 3, 2, 1, ceil_mode=True), [distinct],
                     backend, "float32", rng)
@@ -164,6 +215,13 @@ def test_bad_input(backend, rng):
         burn.conv3d(x, on(backend, _data(rng, (3, 1, 3, 3, 3))))
     with pytest.raises(burn.BurnError, match=r"conv3d: padding='same' needs stride 1"):
         burn.conv3d(x, on(backend, _data(rng, (3, 2, 3, 3, 3))), stride=2, padding="same")
+    with pytest.raises(burn.BurnError, match=r"conv_transpose3d: output_padding \(2, 0, 0\) must "
+                                             r"be smaller than the stride"):
+        burn.conv_transpose3d(x, on(backend, _data(rng, (2, 3, 3, 3, 3))), stride=2,
+                              output_padding=(2, 0, 0))
+    with pytest.raises(burn.BurnError, match=r"conv_transpose3d: padding must be an int or "
+                                             r"ints"):
+        burn.conv_transpose3d(x, on(backend, _data(rng, (2, 3, 3, 3, 3))), padding="same")
     with pytest.raises(burn.BurnError, match=r"max_pool3d: padding \(2, 2, 2\) must be at most "
                                              r"half the kernel size"):
         burn.max_pool3d(x, 3, padding=2)
