@@ -1,5 +1,6 @@
-"""``burn.conv3d`` and the 3-D pools on the H200 against torch's (cuDNN), forward and
-forward + backward, on video and volume layers.
+"""``burn.conv3d``, ``conv_transpose3d`` and the 3-D pools on the H200 against torch's
+(cuDNN): the convolution forward and forward + backward on video and volume layers, the
+transposed one and the pools forward.
 
 Each result is checked against torch's first (float32 with cuDNN's TF32 off, the IEEE
 arithmetic of burn's kernels). burn's 3-D ops are built from its 2-D ones
@@ -10,6 +11,7 @@ as ``conv_gpu_bench.py``: "wall", CUDA events around batches of back-to-back cal
 work alone.
 
     source .whl/gpu-env.sh && python3 bench/conv3d_gpu_bench.py [--dtypes bfloat16,float32]
+        [--cases 0,2] [--only conv|transposed|pool]
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -82,6 +85,36 @@ def conv_row(case: tuple[int, ...], dtype: torch.dtype) -> dict:
     return row
 
 
+TRANSPOSED_CASES = [  # (N, C, D, H, W, O, kernel, stride, padding, output_padding)
+    (2, 64, 16, 32, 32, 32, 2, 2, 0, 0),   # a 3-D U-Net's upsampling
+    (4, 128, 8, 16, 16, 64, 3, 2, 1, 1),
+]
+
+
+def transposed_row(case: tuple[int, ...], dtype: torch.dtype) -> dict:
+    """``conv_transpose3d``, forward only: the spread input's convolution does stride ** 3
+    times the useful work."""
+    n, c, d, h, w, o, k, stride, pad, extra = case
+    backend = burn.Cuda()
+    x = torch.randn(n, c, d, h, w, device="cuda", dtype=dtype)
+    weight = torch.randn(c, o, k, k, k, device="cuda", dtype=dtype) / (c * k ** 3) ** 0.5
+    bx, bw = from_torch(x, backend), from_torch(weight, backend)
+
+    def theirs() -> torch.Tensor:
+        return torch.nn.functional.conv_transpose3d(x, weight, stride=stride, padding=pad,
+                                                    output_padding=extra)
+
+    def ours() -> burn.Tensor:
+        return burn.conv_transpose3d(bx, bw, stride=stride, padding=pad, output_padding=extra)
+
+    check(ours(), theirs(), f"conv_transpose3d {case}", dtype)
+    ours_gpu, theirs_gpu = gpu_only_seconds(ours), gpu_only_seconds(theirs)
+    return {"op": "conv_transpose3d", "case": list(case), "dtype": str(dtype)[6:],
+            "wall_ms": [round(gpu_seconds(ours) * 1e3, 3), round(gpu_seconds(theirs) * 1e3, 3)],
+            "gpu_ms": [round(ours_gpu * 1e3, 3), round(theirs_gpu * 1e3, 3)],
+            "gpu_ratio": round(theirs_gpu / ours_gpu, 3)}
+
+
 def pool_row(kind: str, dtype: torch.dtype) -> dict:
     backend = burn.Cuda()
     x = torch.randn(8, 64, 16, 56, 56, device="cuda", dtype=dtype)
@@ -110,6 +143,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtypes", default="bfloat16,float32")
     parser.add_argument("--cases", help="indices into CASES, comma-separated (default: all)")
+    parser.add_argument("--only", choices=["conv", "transposed", "pool"],
+                        help="one kind of op (default: all three)")
     args = parser.parse_args()
     cases = [CASES[int(i)] for i in args.cases.split(",")] if args.cases else CASES
     torch.backends.cudnn.allow_tf32 = False
@@ -118,10 +153,15 @@ def main() -> None:
           f"gpu_ratio: torch's GPU time over burn's (above 1: burn is faster)", flush=True)
     for name in args.dtypes.split(","):
         dtype = getattr(torch, name)
-        for case in cases:
-            print(json.dumps(conv_row(case, dtype)), flush=True)
-        for kind in ("max", "avg"):
-            print(json.dumps(pool_row(kind, dtype)), flush=True)
+        rows = []
+        if args.only in (None, "conv"):
+            rows += [partial(conv_row, case, dtype) for case in cases]
+        if args.only in (None, "transposed"):
+            rows += [partial(transposed_row, case, dtype) for case in TRANSPOSED_CASES]
+        if args.only in (None, "pool"):
+            rows += [partial(pool_row, kind, dtype) for kind in ("max", "avg")]
+        for row in rows:
+            print(json.dumps(row()), flush=True)
 
 
 if __name__ == "__main__":
