@@ -30,7 +30,9 @@ from .norm import (
     RMSNorm,
 )
 from .pool import (
+    AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
@@ -39,11 +41,11 @@ from .pool import (
     MaxPool3d,
 )
 
-__all__ = ["AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "BatchNorm", "BatchNorm1d",
-           "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
-           "ConvTranspose2d", "ConvTranspose3d", "Dropout", "Embedding", "Flatten", "GELU",
-           "GroupNorm", "InstanceNorm", "LayerNorm", "Linear", "MaxPool1d", "MaxPool2d",
-           "MaxPool3d", "Module", "MultiHeadAttention", "RMSNorm", "ReLU", "Sequential", "SiLU",
-           "Sigmoid", "Softmax", "Tanh", "TransformerEncoderLayer",
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AvgPool1d", "AvgPool2d",
+           "AvgPool3d", "BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d",
+           "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Dropout",
+           "Embedding", "Flatten", "GELU", "GroupNorm", "InstanceNorm", "LayerNorm", "Linear",
+           "MaxPool1d", "MaxPool2d", "MaxPool3d", "Module", "MultiHeadAttention", "RMSNorm",
+           "ReLU", "Sequential", "SiLU", "Sigmoid", "Softmax", "Tanh", "TransformerEncoderLayer",
            "binary_cross_entropy_with_logits", "cross_entropy", "init", "l1_loss", "mse_loss",
            "nll_loss"]

@@ -1,5 +1,5 @@
 """Pooling layers: ``MaxPool1d``/``2d``/``3d``, ``AvgPool1d``/``2d``/``3d`` and
-``AdaptiveAvgPool2d``.
+``AdaptiveAvgPool1d``/``2d``/``3d``.
 
 Example:
     >>> burn.nn.MaxPool2d(2)(burn.ones((1, 3, 8, 8))).shape
@@ -122,3 +122,28 @@ class AdaptiveAvgPool2d(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return linalg.adaptive_avg_pool2d(x, self.output_size)
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """Means over windows that tile the length into ``output_size`` (``burn.adaptive_avg_pool1d``).
+
+    Example:
+        >>> burn.nn.AdaptiveAvgPool1d(1)(burn.ones((2, 3, 9))).shape
+        (2, 3, 1)
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return linalg.adaptive_avg_pool1d(x, self.output_size)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """Means over windows that tile the volume into ``output_size``
+    (``burn.adaptive_avg_pool3d``).
+
+    Example:
+        >>> burn.nn.AdaptiveAvgPool3d(1)(burn.ones((2, 3, 4, 5, 5))).shape
+        (2, 3, 1, 1, 1)
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        return volume.adaptive_avg_pool3d(x, self.output_size)

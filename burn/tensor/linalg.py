@@ -431,9 +431,9 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
                  count_include_pad, divisor_override)
 
 
-def _adaptive(op: str, x: Tensor, output_size: Any, spatial: int) -> Tensor:
-    x, unbatched = _batched(x, spatial, op)
-    _floating(op, (x,))
+def adaptive_sizes(op: str, x: Tensor, output_size: Any, spatial: int) -> tuple[int, ...]:
+    """An adaptive pool's output size per spatial axis of the batched ``x`` (``None`` keeps
+    the axis's size)."""
     sizes = (output_size,) * spatial if output_size is None or isinstance(output_size, int) \
         else tuple(output_size)
     if len(sizes) != spatial:
@@ -442,6 +442,13 @@ def _adaptive(op: str, x: Tensor, output_size: Any, spatial: int) -> Tensor:
     sizes = tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(sizes))
     if not all(isinstance(s, int) and s >= 1 for s in sizes):
         raise BurnError(f"{op}: output_size must be positive ints, got {output_size!r}")
+    return sizes
+
+
+def _adaptive(op: str, x: Tensor, output_size: Any, spatial: int) -> Tensor:
+    x, unbatched = _batched(x, spatial, op)
+    _floating(op, (x,))
+    sizes = adaptive_sizes(op, x, output_size, spatial)
     if spatial == 1:
         x, sizes = _as_2d(x), (1, *sizes)
     y = Tensor(x.backend.adaptive_avg_pool2d(x.prim, sizes), x.backend)

@@ -1,5 +1,6 @@
 """3-D convolution and pooling as torch's: ``conv3d``, ``conv_transpose3d``,
-``max_pool3d``, ``avg_pool3d`` on (N, C, D, H, W) inputs (or without the batch axis).
+``max_pool3d``, ``avg_pool3d``, ``adaptive_avg_pool3d`` on (N, C, D, H, W) inputs (or
+without the batch axis).
 
 They are built from the 2-D ops, so they run on the backend's own convolution and pooling
 kernels on every backend, and under ``Autodiff`` their gradients come from the rules of the
@@ -15,7 +16,7 @@ ops they are made of:
 - the pools are separable: a 2-D pool over the height and width of each depth slice, then one
   over the depth (a 2-D pool with a kernel KD high and 1 wide). A window's maximum is the
   maximum of its slices' maxima, its sum the sum of their sums, and torch's divisor the
-  product of each axis's count.
+  product of each axis's count (an adaptive window's mean, the mean of its slices' means).
 
 Example:
     >>> burn.conv3d(burn.ones((1, 2, 5, 6, 6)), burn.ones((4, 2, 3, 3, 3)), padding=1).shape
@@ -41,6 +42,8 @@ from .linalg import (
     _out_size,
     _pool_geometry,
     _tuple,
+    adaptive_avg_pool2d,
+    adaptive_sizes,
     avg_pool2d,
     conv2d,
     max_pool2d,
@@ -48,7 +51,7 @@ from .linalg import (
 from .tensor import Tensor, same_backend
 from .views import flip, narrow, permute, reshape, unsqueeze
 
-__all__ = ["avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d"]
+__all__ = ["adaptive_avg_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d"]
 
 
 def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,
@@ -209,4 +212,25 @@ def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     y = avg_pool2d(reshape(planes, n, c, depth, oh * ow), (kernel[0], 1), (stride_t[0], 1),
                    (pads[0], 0), ceil_mode, count_include_pad, divisor_override)
     y = _as_dtype(reshape(y, n, c, y.shape[2], oh, ow), x.dtype)
+    return reshape(y, *y.shape[1:]) if unbatched else y
+
+
+def adaptive_avg_pool3d(x: Tensor, output_size: Any) -> Tensor:
+    """Mean of ``x`` (N, C, D, H, W) over an ``output_size`` grid of windows that tile it
+    (``None`` keeps an axis's size); ``(1, 1, 1)`` is global average pooling. 16-bit inputs
+    are averaged in float32 and rounded once.
+
+    Example:
+        >>> burn.adaptive_avg_pool3d(burn.ones((2, 3, 4, 7, 7)), (1, 1, 1)).shape
+        (2, 3, 1, 1, 1)
+    """
+    op = "adaptive_avg_pool3d"
+    x, unbatched = _batched(x, 3, op)
+    _floating(op, (x,))
+    depth_out, rows, cols = adaptive_sizes(op, x, output_size, 3)
+    n, c, depth, h, w = x.shape
+    values = _as_dtype(x, _compute_dtype(x.dtype))
+    planes = adaptive_avg_pool2d(reshape(values, n, c * depth, h, w), (rows, cols))
+    y = adaptive_avg_pool2d(reshape(planes, n, c, depth, rows * cols), (depth_out, None))
+    y = _as_dtype(reshape(y, n, c, depth_out, rows, cols), x.dtype)
     return reshape(y, *y.shape[1:]) if unbatched else y

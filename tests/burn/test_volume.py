@@ -1,9 +1,9 @@
 """3-D convolution and pooling (``burn.conv3d``, ``conv_transpose3d``, ``max_pool3d``,
-``avg_pool3d``, their layers) on every backend, against float64 NumPy written from torch's
-definitions: strides, padding (``"same"`` with an even kernel too), dilation, groups, bias,
-output_padding, unbatched inputs, pooling's ceil_mode, count_include_pad and
-divisor_override, a 16-bit average, gradients and bad input. Inputs are multiples of 1/8, so
-sums are exact in float32."""
+``avg_pool3d``, ``adaptive_avg_pool3d``, their layers) on every backend, against float64
+NumPy written from torch's definitions: strides, padding (``"same"`` with an even kernel
+too), dilation, groups, bias, output_padding, unbatched inputs, adaptive windows, pooling's
+ceil_mode, count_include_pad and divisor_override, a 16-bit average, gradients and bad
+input. Inputs are multiples of 1/8, so sums are exact in float32."""
 
 from __future__ import annotations
 
@@ -152,6 +152,30 @@ def test_pool3d(backend, rng, case):
     assert_close(got.numpy(), want)
 
 
+def adaptive_reference(x: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
+    """torch's adaptive average pooling over the last ``len(sizes)`` axes, in float64:
+    window ``i`` of ``O`` along an axis of ``L`` spans ``floor(i * L / O)`` to
+    ``ceil((i + 1) * L / O)``."""
+    dims = len(sizes)
+    out = np.zeros(x.shape[:-dims] + tuple(sizes))
+    for index in np.ndindex(*sizes):
+        window = tuple(slice(i * n // o, -(-(i + 1) * n // o))
+                       for i, n, o in zip(index, x.shape[-dims:], sizes))
+        out[(..., *index)] = x[(..., *window)].astype(np.float64).mean(
+            axis=tuple(range(-dims, 0)))
+    return out
+
+
+@pytest.mark.parametrize("sizes", [(2, 3, 4), (1, 1, 1), (5, None, 2)], ids=str)
+def test_adaptive_avg_pool3d(backend, rng, sizes):
+    x = _data(rng, (2, 3, 5, 7, 6))
+    want_sizes = tuple(x.shape[2 + i] if s is None else s for i, s in enumerate(sizes))
+    got = burn.adaptive_avg_pool3d(on(backend, x), sizes)
+    assert_close(got.numpy(), adaptive_reference(x, want_sizes))
+    layer = burn.nn.AdaptiveAvgPool3d(sizes)
+    assert_close(layer(on(backend, x[0])).numpy(), adaptive_reference(x[0], want_sizes))
+
+
 def test_avg_pool3d_in_16_bit(backend, rng):
     """Both passes in float32, rounded once at the end."""
     if not supports(backend, ["float16"]):
@@ -181,6 +205,8 @@ def test_gradients(backend, rng):
     check_gradients(lambda x: burn.max_pool3d(x, 3, 2, 1, ceil_mode=True), [distinct],
                     backend, "float32", rng)
     check_gradients(lambda x: burn.avg_pool3d(x, 2, 2, 1, count_include_pad=False),
+                    [normal(1, 2, 3, 4, 5)(rng)], backend, "float32", rng)
+    check_gradients(lambda x: burn.adaptive_avg_pool3d(x, (2, 1, 3)),
                     [normal(1, 2, 3, 4, 5)(rng)], backend, "float32", rng)
 
 
@@ -228,6 +254,9 @@ def test_bad_input(backend, rng):
     with pytest.raises(burn.BurnError, match=r"avg_pool3d: expected a 5-D \(batched\) or 4-D "
                                              r"input"):
         burn.avg_pool3d(on(backend, _data(rng, (2, 4, 4))), 2)
+    with pytest.raises(burn.BurnError, match=r"adaptive_avg_pool3d: output_size must be an int "
+                                             r"or 3 ints, got \(2, 2\)"):
+        burn.adaptive_avg_pool3d(x, (2, 2))
     with pytest.raises(burn.BurnError, match=r"avg_pool3d: divisor_override must be a positive "
                                              r"int, got 0"):
         burn.avg_pool3d(x, 2, divisor_override=0)
