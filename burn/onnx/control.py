@@ -1,4 +1,5 @@
-"""ONNX control flow: ``If`` and ``Loop``, whose bodies are subgraphs (node attributes).
+"""ONNX control flow: ``If``, ``Loop`` and ``Scan``, whose bodies are subgraphs (node
+attributes).
 
 A subgraph may read any value of the graphs around it by name (ONNX's outer scope), so a
 node's dependencies are its inputs plus the names its subgraphs read and do not define

@@ -162,7 +162,7 @@ class OnnxModel(Module):
 
     def _control(self, node: Node, attrs: Attributes, scope: Mapping[str, Tensor],
                  backend: Backend, where: str) -> list[Tensor]:
-        """Run an ``If`` or ``Loop`` node: its subgraphs see ``scope``."""
+        """Run an ``If``, ``Loop`` or ``Scan`` node: its subgraphs see ``scope``."""
         inputs = [scope[name] if name else None for name in node.inputs]
 
         def run_graph(graph: Graph, values: list[Tensor], outer: Mapping[str, Tensor],
@@ -281,7 +281,7 @@ def _check_supported(model: Model, source: str) -> None:
                         f"{OPSETS.start}-{OPSETS.stop - 1} (convert it with "
                         f"onnx.version_converter)")
     missing: dict[str, list[str]] = {}
-    for where, node in all_nodes(model.graph):  # the bodies of If and Loop too
+    for where, node in all_nodes(model.graph):  # the bodies of If, Loop and Scan too
         if node.domain not in ("", "ai.onnx") or (node.op_type not in OPERATORS
                                                   and node.op_type not in CONTROL_FLOW):
             label = node.op_type if not node.domain else f"{node.domain}.{node.op_type}"
