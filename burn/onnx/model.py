@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections import ChainMap, Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -86,6 +86,7 @@ class OnnxModel(Module):
         self._shape_values: dict[tuple, dict[str, Tensor]] = {}
         self._placed: dict[tuple[str, Backend], Tensor] = {}  # constants moved to a device
         self._uploads: dict[tuple[str, Backend], tuple[Any, Tensor]] = {}  # host values, last
+        self._body_attrs: dict[Node, Attributes] = {}  # of the nodes in control-flow bodies
 
     @property
     def input_names(self) -> list[str]:
@@ -145,12 +146,8 @@ class OnnxModel(Module):
         """Run one step; its outputs also go to ``kept`` when given."""
         node = step.node
         try:
-            if node.op_type in CONTROL_FLOW:
-                produced = self._control(node, step.attrs, env, backend,
-                                         _where(self.source, step.index, node))
-            else:
-                arguments = _arguments(OPERATORS[node.op_type], node, env, self._place)
-                produced = OPERATORS[node.op_type].run(step.attrs, *arguments)
+            produced = self._produce(node, step.attrs, env, backend,
+                                     lambda: _where(self.source, step.index, node))
         except Exception as error:
             raise BurnError(f"burn.onnx: {_where(self.source, step.index, node)} failed: "
                             f"{error}") from error
@@ -160,16 +157,21 @@ class OnnxModel(Module):
         for name in step.frees:
             env.pop(name, None)
 
-    def _control(self, node: Node, attrs: Attributes, scope: Mapping[str, Tensor],
-                 backend: Backend, where: str) -> list[Tensor]:
-        """Run an ``If``, ``Loop`` or ``Scan`` node: its subgraphs see ``scope``."""
-        inputs = [scope[name] if name else None for name in node.inputs]
+    def _produce(self, node: Node, attrs: Attributes, env: Mapping[str, Tensor],
+                 backend: Backend, where: Callable[[], str]) -> Any:
+        """What ``node`` computes from the values in ``env``: an operator's result, or a
+        control-flow node's outputs (its subgraphs see ``env``; ``where()`` names the node
+        in their errors, made only then: this runs for every node of every call)."""
+        if node.op_type not in CONTROL_FLOW:
+            arguments = _arguments(OPERATORS[node.op_type], node, env, self._place)
+            return OPERATORS[node.op_type].run(attrs, *arguments)
+        inputs = [env[name] if name else None for name in node.inputs]
 
         def run_graph(graph: Graph, values: list[Tensor], outer: Mapping[str, Tensor],
                       label: str) -> list[Tensor]:
-            return self._run_graph(graph, values, outer, backend, f"{where}, {label}")
+            return self._run_graph(graph, values, outer, backend, f"{where()}, {label}")
 
-        return CONTROL_FLOW[node.op_type](attrs, inputs, scope, run_graph)
+        return CONTROL_FLOW[node.op_type](attrs, inputs, env, run_graph)
 
     def _run_graph(self, graph: Graph, inputs: list[Tensor], scope: Mapping[str, Tensor],
                    backend: Backend, where: str) -> list[Tensor]:
@@ -180,15 +182,15 @@ class OnnxModel(Module):
         own.update((name, Tensor(_HOST.from_numpy(array), _HOST))
                    for name, array in graph.initializers.items())
         for index, node in enumerate(graph.nodes):
-            attrs = Attributes(node.attributes, node.op_type, self.opset,
-                               outputs=sum(1 for name in node.outputs if name))
+            attrs = self._body_attrs.get(node)
+            if attrs is None:  # once per node, not per call or loop iteration
+                attrs = self._body_attrs[node] = Attributes(
+                    node.attributes, node.op_type, self.opset,
+                    outputs=sum(1 for name in node.outputs if name))
             try:
-                if node.op_type in CONTROL_FLOW:
-                    produced = self._control(node, attrs, env, backend,
-                                             f"{where}: node {index} ({node.op_type})")
-                else:
-                    arguments = _arguments(OPERATORS[node.op_type], node, env, self._place)
-                    produced = OPERATORS[node.op_type].run(attrs, *arguments)
+                produced = self._produce(
+                    node, attrs, env, backend,
+                    lambda index=index, node=node: f"{where}: node {index} ({node.op_type})")
             except Exception as error:
                 raise BurnError(f"{where}: node {index} {node.name!r} ({node.op_type}) "
                                 f"failed: {error}") from error

@@ -225,12 +225,15 @@ def _check_conv_operands(op: str, x: Tensor, weight: Tensor, bias: Tensor | None
                         f"{getattr(bias, 'shape', bias)!r}")
 
 
-def _conv(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
-          dilation: Any, groups: int, spatial: int) -> Tensor:
+def conv_arguments(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
+                   padding: Any, dilation: Any, groups: int, spatial: int) -> tuple[Any, ...]:
+    """A convolution's checked operands in one dtype and its per-axis arguments: (batched x,
+    weight, bias, whether the batch axis was added, stride, padding before each axis,
+    dilation, whether the padding is ``"same"``, output sizes)."""
     x, unbatched = _batched(x, spatial, op)
     _check_conv_operands(op, x, weight, bias, groups, spatial)
     operands = (x, weight) if bias is None else (x, weight, bias)
-    backend = same_backend(op, *operands)
+    same_backend(op, *operands)
     dtype = _floating(op, operands)
     kernel = tuple(weight.shape[2:])
     stride_t = _tuple(stride, spatial, "stride", op, 1)
@@ -241,6 +244,14 @@ def _conv(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, 
         for n, k, s, p, d in zip(x.shape[2:], kernel, stride_t, pad, dilation_t))
     x, weight = _as_dtype(x, dtype), _as_dtype(weight, dtype)
     bias = None if bias is None else _as_dtype(bias, dtype)
+    return x, weight, bias, unbatched, stride_t, pad, dilation_t, same, sizes
+
+
+def _conv(op: str, x: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
+          dilation: Any, groups: int, spatial: int) -> Tensor:
+    x, weight, bias, unbatched, stride_t, pad, dilation_t, _, sizes = conv_arguments(
+        op, x, weight, bias, stride, padding, dilation, groups, spatial)
+    backend = x.backend
     x, weight, stride_t, pad, dilation_t, sizes = _lifted(x, weight, spatial, stride_t, pad,
                                                           dilation_t, sizes)
     y = Tensor(backend.conv2d(x.prim, weight.prim, None if bias is None else bias.prim,
@@ -336,8 +347,21 @@ def _pool(op: str, kind: str, x: Tensor, kernel_size: Any, stride: Any, padding:
     return reshape(y, *y.shape[1:]) if unbatched else y
 
 
+def check_divisor(op: str, divisor_override: Any) -> None:
+    """``divisor_override`` is None or a positive int."""
+    if divisor_override is not None and (not isinstance(divisor_override, int)
+                                         or isinstance(divisor_override, bool)
+                                         or divisor_override < 1):
+        raise BurnError(f"{op}: divisor_override must be a positive int, got "
+                        f"{divisor_override!r}")
+
+
 def _compute_dtype(dtype: DType) -> DType:
     return dt.float32 if dtype.bits < 32 else dtype
+
+
+_AVG_SCALES: dict[tuple, Tensor] = {}  # device divisor maps of torch's averages, by geometry
+_AVG_SCALES_KEPT = 64
 
 
 def _avg_scale(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...],
@@ -359,8 +383,13 @@ def _avg_scale(x: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...],
     divisor = functools.reduce(np.multiply.outer, counts)
     if (divisor == window).all():
         return None
-    return from_numpy((window / divisor).astype(_compute_dtype(x.dtype).numpy),
-                      backend=x.backend)
+    key = (x.backend, _compute_dtype(x.dtype).name, divisor.shape, divisor.tobytes(), window)
+    if key not in _AVG_SCALES:  # uploaded once per geometry, as pad's index tables are
+        if len(_AVG_SCALES) >= _AVG_SCALES_KEPT:
+            _AVG_SCALES.pop(next(iter(_AVG_SCALES)))
+        _AVG_SCALES[key] = from_numpy((window / divisor).astype(
+            _compute_dtype(x.dtype).numpy), backend=x.backend)
+    return _AVG_SCALES[key]
 
 
 def max_pool1d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
@@ -422,11 +451,7 @@ def avg_pool2d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
         ...                 count_include_pad=False).tolist()
         [[[[1.0, 1.0], [1.0, 1.0]]]]
     """
-    if divisor_override is not None and (not isinstance(divisor_override, int)
-                                         or isinstance(divisor_override, bool)
-                                         or divisor_override < 1):
-        raise BurnError(f"avg_pool2d: divisor_override must be a positive int, got "
-                        f"{divisor_override!r}")
+    check_divisor("avg_pool2d", divisor_override)
     return _pool("avg_pool2d", "avg", x, kernel_size, stride, padding, 1, 2, ceil_mode,
                  count_include_pad, divisor_override)
 

@@ -29,26 +29,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..backend.base import BurnError
 from .conv_transpose import transposed_arguments
 from .index import pad, stack
 from .linalg import (
     _as_dtype,
     _batched,
-    _check_conv_operands,
     _compute_dtype,
-    _conv_padding,
     _floating,
-    _out_size,
     _pool_geometry,
-    _tuple,
     adaptive_avg_pool2d,
     adaptive_sizes,
     avg_pool2d,
+    check_divisor,
     conv2d,
+    conv_arguments,
     max_pool2d,
 )
-from .tensor import Tensor, same_backend
+from .tensor import Tensor
 from .views import flip, narrow, permute, reshape, unsqueeze
 
 __all__ = ["adaptive_avg_pool3d", "avg_pool3d", "conv3d", "conv_transpose3d", "max_pool3d"]
@@ -63,28 +60,16 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 
         >>> burn.conv3d(burn.ones((2, 4, 6, 6, 6)), burn.ones((8, 4, 3, 3, 3)), stride=2).shape
         (2, 8, 2, 2, 2)
     """
-    op = "conv3d"
-    x, unbatched = _batched(x, 3, op)
-    _check_conv_operands(op, x, weight, bias, groups, 3)
-    operands = (x, weight) if bias is None else (x, weight, bias)
-    same_backend(op, *operands)
-    dtype = _floating(op, operands)
-    x, weight = _as_dtype(x, dtype), _as_dtype(weight, dtype)
-    bias = None if bias is None else _as_dtype(bias, dtype)
+    x, weight, bias, unbatched, stride_t, pads, dilation_t, same, sizes = conv_arguments(
+        "conv3d", x, weight, bias, stride, padding, dilation, groups, 3)
     kernel = tuple(weight.shape[2:])
-    stride_t = _tuple(stride, 3, "stride", op, 1)
-    dilation_t = _tuple(dilation, 3, "dilation", op, 1)
-    pads, same = _conv_padding(padding, kernel, stride_t, dilation_t, op)
-    kd, sd, dd = kernel[0], stride_t[0], dilation_t[0]
+    kd, sd, dd, od = kernel[0], stride_t[0], dilation_t[0], sizes[0]
     n, c, depth, h, w = x.shape
     if same:  # torch's: the odd one out of an even span goes after
         total = dd * (kd - 1)
-        depth_pads, plane_padding, od = (total // 2, total - total // 2), "same", depth
+        depth_pads, plane_padding = (total // 2, total - total // 2), "same"
     else:
         depth_pads, plane_padding = (pads[0], pads[0]), pads[1:]
-        od = _out_size(op, depth, kd, sd, pads[0], dd, x.shape)
-        for size, k, p, d in zip((h, w), kernel[1:], pads[1:], dilation_t[1:]):
-            _out_size(op, size, k, 1, p, d, x.shape)  # the kernel fits: said as conv3d
     if any(depth_pads):
         x = pad(x, (0, 0, 0, 0, *depth_pads), 0)
     by_depth = permute(x, 0, 2, 1, 3, 4)  # (N, D, C, H, W)
@@ -196,11 +181,7 @@ def avg_pool3d(x: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0
     op = "avg_pool3d"
     x, unbatched = _batched(x, 3, op)
     _floating(op, (x,))
-    if divisor_override is not None and (not isinstance(divisor_override, int)
-                                         or isinstance(divisor_override, bool)
-                                         or divisor_override < 1):
-        raise BurnError(f"{op}: divisor_override must be a positive int, got "
-                        f"{divisor_override!r}")
+    check_divisor(op, divisor_override)
     kernel, stride_t, pads, _ = _pool_geometry(op, x, kernel_size, stride, padding, 1, 3)
     n, c, depth, h, w = x.shape
     values = _as_dtype(x, _compute_dtype(x.dtype))
