@@ -33,6 +33,9 @@ from cubepy.ir.dtypes import DType
 
 INT32_MAX = 2**31 - 1
 MAX_RANK = 4  # strided kernels index up to 4 (collapsed) axes; see ``launch_plan``
+# The cpu target's one block for 1-D kernels (``Context.block``): 1024 lanes run as fast as
+# 4096 on 4M elements, and waste less on small tensors.
+CPU_BLOCK = 1024
 
 
 def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
@@ -84,10 +87,22 @@ class Context:
         """A fresh contiguous view (contents undefined)."""
         return new_view(self.allocate, shape, dtype, "a result")
 
-    def block(self, n: int, largest: int | None = None) -> int:
-        """The elements per cube for a 1-D kernel over ``n`` elements on this target."""
-        cap = largest or (4096 if self.target.startswith("cpu") else 1024)
-        return max(16, min(cap, 1 << max(0, (max(n, 1) - 1).bit_length())))
+    def block(self, n: int) -> int:
+        """The elements per cube for a 1-D kernel over ``n`` elements on this target.
+
+        GPU targets fit the block to small ``n`` (16 to 1024, a power of two). The cpu target
+        takes ``CPU_BLOCK`` whatever ``n``: each new block is a new specialization, compiled
+        by Numba in 0.1-1 s, while the masked lanes of a full block cost about 1.5 us on a
+        tensor of 10 elements, and big tensors run at the same speed (BENCHMARKS.md, "One
+        block for the cpu's 1-D kernels").
+
+        Example:
+            >>> Context("triton", None).block(100), Context("cpu", None).block(100)
+            (128, 1024)
+        """
+        if self.target.startswith("cpu"):
+            return CPU_BLOCK
+        return max(16, min(1024, 1 << max(0, (max(n, 1) - 1).bit_length())))
 
     def __repr__(self) -> str:
         return f"Context({self.target!r})"

@@ -10,6 +10,7 @@ from optest import VIEW_KINDS, check, on, random_tensor, strided, supports
 import burn
 from burn.tensor import elementwise
 from kernels import elementwise as kernel_ops
+from kernels.layout import CPU_BLOCK, Context
 
 # input ranges where each op is defined and well conditioned
 DOMAIN = {
@@ -130,6 +131,23 @@ def test_empty_and_single(backend, ref, rng, shape):
     x = random_tensor(rng, shape, "float32")
     check(lambda b: burn.exp(on(b, x)) + 1.0, backend, ref)
     check(lambda b: on(b, x) * on(b, x), backend, ref)
+
+
+def test_sizes_across_blocks(backend, ref, rng):
+    """Sizes on both sides of the blocks (a GPU's 16 to 1024, the cpu's ``CPU_BLOCK``), one
+    cube and several, contiguous and strided."""
+    for n in (1, 17, 1023, 1025, 5000):
+        x = random_tensor(rng, (n, 2), "float32")
+        check(lambda b, x=x: on(b, x).sin(), backend, ref)
+        check(lambda b, x=x: on(b, x).permute(1, 0) * 2.0, backend, ref)
+
+
+def test_cpu_block_is_one_for_every_size():
+    """The cpu's 1-D kernels take one block whatever the size, so that sizes share one
+    compiled specialization; GPU targets fit it to small sizes."""
+    cpu, gpu = Context("cpu", None), Context("triton", None)
+    assert {cpu.block(n) for n in (1, 100, 5000, 10**8)} == {CPU_BLOCK}
+    assert [gpu.block(n) for n in (1, 100, 5000)] == [16, 128, 1024]
 
 
 def test_scalars_are_weak(backend, ref, rng):
