@@ -3,7 +3,7 @@
 The file is read by burn itself (``proto``: the protobuf wire format, external data files
 included), so importing a model needs neither the ``onnx`` nor the ``protobuf`` package.
 Every operator runs as burn ops on the model's backend (``registry``, ``math_ops``,
-``shape_ops``, ``nn_ops``); shape arithmetic runs on the host; the float weights are the
+``shape_ops``, ``nn_ops``, ``resize``); shape arithmetic runs on the host; the float weights are the
 module's parameters, so an imported model can be fine-tuned.
 
 Example:

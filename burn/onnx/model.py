@@ -29,7 +29,7 @@ from ..backend import backend_for, default_backend
 from ..backend.base import Backend, BurnError
 from ..nn.module import Module, _mapped
 from ..tensor.tensor import Tensor
-from . import math_ops, nn_ops, shape_ops  # noqa: F401 - each registers its operators
+from . import math_ops, nn_ops, resize, shape_ops  # noqa: F401 - each registers its operators
 from .control import CONTROL_FLOW, all_nodes, node_reads
 from .proto import Graph, Model, Node, ValueInfo, read_model
 from .registry import OPERATORS, Attributes, onnx_dtype, stored_dtype, to_backend

@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
-
 from ..backend.base import BurnError
 from ..tensor.linalg import pool_windows
 from ..tensor.tensor import Tensor
@@ -229,99 +227,3 @@ def group_norm(attrs: Attributes, x: Tensor, scale: Tensor, bias: Tensor) -> Ten
         scale, bias = (ops.reshape(ops.expand(ops.reshape(v, groups, 1), groups, per_group),
                                    x.shape[1]) for v in (scale, bias))
     return ops.group_norm(x, groups, scale, bias, attrs.float("epsilon", 1e-5))
-
-
-# ---- Resize ----
-
-_RESIZE_TABLES: dict[tuple, tuple[Tensor, ...]] = {}  # device index/weight tables, by shape
-_RESIZE_TABLES_KEPT = 64
-
-
-def _source_coordinates(mode: str, size: int, out: int, scale: float) -> np.ndarray:
-    """Where each output position samples the input, per ``coordinate_transformation_mode``."""
-    x = np.arange(out, dtype=np.float64)
-    if mode == "half_pixel":
-        return (x + 0.5) / scale - 0.5
-    if mode == "pytorch_half_pixel":
-        return (x + 0.5) / scale - 0.5 if scale * size != 1 else np.full(out, -0.5)
-    if mode == "half_pixel_symmetric":
-        offset = size / 2 * (1 - out / (scale * size))
-        return offset + (x + 0.5) / scale - 0.5
-    if mode == "align_corners":
-        return x * (size - 1) / (scale * size - 1) if scale * size != 1 else np.zeros(out)
-    if mode == "asymmetric":
-        return x / scale
-    raise BurnError(f"Resize: coordinate_transformation_mode={mode!r} is not supported yet; "
-                    f"burn runs half_pixel, pytorch_half_pixel, half_pixel_symmetric, "
-                    f"align_corners and asymmetric")
-
-
-def _nearest_index(x: np.ndarray, rule: str, size: int) -> np.ndarray:
-    below = np.floor(x)
-    ratio = x - below
-    up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5,
-          "floor": np.zeros_like(ratio, bool), "ceil": ratio > 0}.get(rule)
-    if up is None:
-        raise BurnError(f"Resize: nearest_mode={rule!r} is not one ONNX defines "
-                        f"(round_prefer_floor, round_prefer_ceil, floor, ceil)")
-    return np.clip(below + up, 0, size - 1).astype(np.int64)
-
-
-def _resize_tables(attrs: Attributes, x: Tensor, axis: int, out: int, scale: float
-                   ) -> tuple[Tensor, ...]:
-    """(index,) for nearest, (low, high, weight) for linear: built on the host once per
-    shape and kept on the device (a captured graph must upload nothing)."""
-    mode, size = attrs.str("mode", "nearest"), x.shape[axis]
-    coordinates = attrs.str("coordinate_transformation_mode", "half_pixel")
-    rule = attrs.str("nearest_mode", "round_prefer_floor")
-    key = (mode, coordinates, rule, size, out, scale, x.ndim, axis, x.dtype, x.backend)
-    if key not in _RESIZE_TABLES:
-        if len(_RESIZE_TABLES) >= _RESIZE_TABLES_KEPT:
-            _RESIZE_TABLES.pop(next(iter(_RESIZE_TABLES)))
-        source = _source_coordinates(coordinates, size, out, scale)
-        place = [1] * x.ndim
-        place[axis] = out
-        if mode == "nearest":
-            arrays = [_nearest_index(source, rule, size).astype(np.int32)]
-        else:
-            low = np.floor(source)
-            weight = (source - low).reshape(place).astype(x.dtype.numpy)
-            arrays = [np.clip(low, 0, size - 1).astype(np.int32),
-                      np.clip(low + 1, 0, size - 1).astype(np.int32), weight]
-        _RESIZE_TABLES[key] = tuple(ops.from_numpy(a, backend=x.backend) for a in arrays)
-    return _RESIZE_TABLES[key]
-
-
-@operator("Resize", host=(1, 2, 3))
-def resize(attrs: Attributes, x: Tensor, roi: np.ndarray | None = None,
-           scales: np.ndarray | None = None, sizes: np.ndarray | None = None) -> Tensor:
-    mode = attrs.str("mode", "nearest")
-    if mode not in ("nearest", "linear"):
-        raise attrs.refuse(f"mode={mode!r}", "burn resizes with 'nearest' and 'linear'")
-    if mode == "linear" and not x.dtype.is_float:
-        raise attrs.refuse(f"mode='linear' on {x.dtype.name}", "cast to a float first")
-    if attrs.int("antialias", 0) or attrs.str("keep_aspect_ratio_policy", "stretch") != \
-            "stretch":
-        raise attrs.refuse("antialias or keep_aspect_ratio_policy", "resize without them")
-    if attrs.version < 11:
-        raise attrs.refuse("Resize before opset 11 (its coordinate rule was unspecified)",
-                           "convert the model to opset 11 or later (onnx.version_converter)")
-    axes = [a % x.ndim for a in attrs.ints("axes") or range(x.ndim)]
-    if sizes is not None and sizes.size:
-        outs = [int(v) for v in sizes.reshape(-1)]
-        factors = [o / x.shape[a] for a, o in zip(axes, outs)]
-    elif scales is not None and scales.size:
-        factors = [float(v) for v in scales.reshape(-1)]
-        outs = [int(f * x.shape[a]) for a, f in zip(axes, factors)]
-    else:
-        raise BurnError("Resize: give scales or sizes")
-    for axis, out, factor in zip(axes, outs, factors):
-        if out == x.shape[axis] and factor == 1.0:
-            continue
-        tables = _resize_tables(attrs, x, axis, out, factor)
-        if mode == "nearest":
-            x = ops.index_select(x, axis, tables[0])
-        else:
-            low = ops.index_select(x, axis, tables[0])
-            x = low + (ops.index_select(x, axis, tables[1]) - low) * tables[2]
-    return x

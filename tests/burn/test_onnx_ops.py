@@ -33,6 +33,13 @@ INTS = R.integers(-9, 10, (3, 5)).astype(np.int32)
 NONZERO = np.where(INTS == 0, 3, INTS).astype(np.int32)
 SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, -0.5], np.float32)
 
+# Cubic resizing's float32 error bound: each of its two passes is a sum of up to 8 taps (the
+# antialiased halving), rounded at most 9 times in all (u = 2**-24), of |w * x| <= 1.3 max|x|
+# (Keys' kernel has negative lobes); the second pass also carries the first's error times 1.3.
+_U, _LOBES, _MAX_X, _ROUNDINGS = 2.0**-24, 1.3, 2.0, 9
+_FIRST_PASS = _ROUNDINGS * _U * _LOBES * _MAX_X
+CUBIC_ATOL = _LOBES * _FIRST_PASS + _ROUNDINGS * _U * _LOBES * (_LOBES * _MAX_X)  # 3.6e-6
+
 UNARY = ["Abs", "Neg", "Exp", "Floor", "Ceil", "Sin", "Cos", "Tan", "Atan", "Tanh",
          "Sigmoid", "Relu", "Erf", "Sign", "Softplus", "Identity", "HardSwish", "Softsign",
          "Mish", "Selu", "Elu", "Celu", "HardSigmoid", "ThresholdedRelu", "LeakyRelu"]
@@ -205,6 +212,29 @@ CASES = {
                                      {"mode": "linear", "axes": [3],
                                       "coordinate_transformation_mode":
                                       "half_pixel_symmetric"}, 19),
+    "Resize_cubic": ("Resize", [IMG, None, Const(np.array([1, 1, 2, 1.5], np.float32))],
+                     {"mode": "cubic"}),
+    "Resize_cubic_exclude_outside": ("Resize", [IMG, None, None, i64(2, 4, 5, 9)],
+                                     {"mode": "cubic", "cubic_coeff_a": -0.5,
+                                      "exclude_outside": 1,
+                                      "coordinate_transformation_mode": "asymmetric"}),
+    "Resize_cubic_align_corners": ("Resize", [IMG, None, None, i64(2, 4, 10, 4)],
+                                   {"mode": "cubic",
+                                    "coordinate_transformation_mode": "align_corners"}),
+    "Resize_linear_antialias": ("Resize", [IMG, None, None, i64(2, 4, 3, 2)],
+                                {"mode": "linear", "antialias": 1}),
+    "Resize_cubic_antialias": ("Resize", [IMG, None, Const(np.array([1, 1, 0.6, 0.5],
+                                                                    np.float32))],
+                               {"mode": "cubic", "antialias": 1, "exclude_outside": 1}),
+    "Resize_cubic_antialias_growing": ("Resize", [IMG, None, None, i64(2, 4, 9, 3)],
+                                       {"mode": "cubic", "antialias": 1,
+                                        "coordinate_transformation_mode":
+                                        "pytorch_half_pixel"}),
+    "Resize_not_larger": ("Resize", [IMG, None, None, i64(14, 9)],
+                          {"mode": "linear", "axes": [2, 3],
+                           "keep_aspect_ratio_policy": "not_larger"}),
+    "Resize_not_smaller": ("Resize", [IMG, None, None, i64(3, 2)],
+                           {"axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller"}),
     "GlobalAveragePool": ("GlobalAveragePool", [IMG], {}),
     "GlobalMaxPool": ("GlobalMaxPool", [IMG], {}),
     "BatchNormalization": ("BatchNormalization", [IMG, Const(f32(4)), Const(f32(4)),
@@ -233,7 +263,9 @@ def test_operator_matches_the_onnx_reference(backend, name):
     op, inputs, attrs, opset, outputs = _case(name)
     model = one_node(op, inputs, attrs, outputs=outputs, opset=opset)
     feeds = [v for v in inputs if isinstance(v, np.ndarray)]
-    compare(model, feeds, backend)  # within float32's own tolerance (tests/util.py)
+    # within float32's own tolerance (tests/util.py); cubic resizing within its bound
+    atol = CUBIC_ATOL if attrs.get("mode") == "cubic" else None
+    compare(model, feeds, backend, atol=atol)
 
 
 @pytest.mark.parametrize("op", ["Add", "Relu", "MatMul", "Softmax"])

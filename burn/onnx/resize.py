@@ -1,0 +1,187 @@
+"""ONNX's ``Resize``: nearest, linear and cubic sampling, antialiased when shrinking.
+
+Resizing is separable, so each resized axis is one pass. A pass's sampling is a table built on
+the host once per geometry and kept on the device (a captured graph must upload nothing):
+- ``nearest``: the input index of each output position, one ``index_select``;
+- ``linear`` and ``cubic``: each output position weighs ``taps`` input positions (2 and 4; more
+  with ``antialias=1`` when shrinking, where the kernel widens by ``1 / scale``). One
+  ``index_select`` gathers every tap, a product with the weights and a sum over the taps
+  finish the pass.
+
+Taps past an edge read the edge value; with ``exclude_outside=1`` they weigh nothing and the
+other weights are scaled back to a sum of 1. An output position that falls exactly on an input
+sample takes the window on its left, as ONNX's reference evaluator does, which gives the same
+weights.
+
+Example:
+    >>> attrs = burn.onnx.registry.Attributes({"mode": "cubic"}, "Resize", version=18)
+    >>> x = burn.tensor(np.arange(4.0, dtype=np.float32).reshape(1, 1, 1, 4))
+    >>> y = burn.onnx.OPERATORS["Resize"].run(attrs, x, None, np.array([1, 1, 1, 2.0]))
+    >>> y.shape, y.numpy()[0, 0, 0, :3].tolist()
+    ((1, 1, 1, 8), [-0.10546875, 0.19140625, 0.66796875])
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend.base import BurnError
+from ..tensor.tensor import Tensor
+from .registry import Attributes, operator, ops
+
+MODES = ("nearest", "linear", "cubic")
+_HALF_WIDTH = {"linear": 1, "cubic": 2}  # the sampling kernel's reach, in input positions
+_TABLES: dict[tuple, tuple[Tensor, ...]] = {}  # device index/weight tables, by geometry
+_TABLES_KEPT = 64
+
+
+def _source_coordinates(mode: str, size: int, out: int, scale: float) -> np.ndarray:
+    """Where each output position samples the input, per ``coordinate_transformation_mode``."""
+    x = np.arange(out, dtype=np.float64)
+    if mode == "half_pixel":
+        return (x + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if scale * size != 1 else np.full(out, -0.5)
+    if mode == "half_pixel_symmetric":
+        offset = size / 2 * (1 - out / (scale * size))
+        return offset + (x + 0.5) / scale - 0.5
+    if mode == "align_corners":
+        return x * (size - 1) / (scale * size - 1) if scale * size != 1 else np.zeros(out)
+    if mode == "asymmetric":
+        return x / scale
+    raise BurnError(f"Resize: coordinate_transformation_mode={mode!r} is not supported yet; "
+                    f"burn runs half_pixel, pytorch_half_pixel, half_pixel_symmetric, "
+                    f"align_corners and asymmetric")
+
+
+def _nearest_index(x: np.ndarray, rule: str, size: int) -> np.ndarray:
+    below = np.floor(x)
+    ratio = x - below
+    up = {"round_prefer_floor": ratio > 0.5, "round_prefer_ceil": ratio >= 0.5,
+          "floor": np.zeros_like(ratio, bool), "ceil": ratio > 0}.get(rule)
+    if up is None:
+        raise BurnError(f"Resize: nearest_mode={rule!r} is not one ONNX defines "
+                        f"(round_prefer_floor, round_prefer_ceil, floor, ceil)")
+    return np.clip(below + up, 0, size - 1).astype(np.int64)
+
+
+def _cubic_kernel(distance: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution kernel with coefficient ``a`` (ONNX's ``cubic_coeff_a``)."""
+    d = np.abs(distance)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _taps(attrs: Attributes, mode: str, source: np.ndarray, size: int, scale: float
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """``(indices, weights)``, each ``(out, taps)``: the input positions each output position
+    weighs (clamped to the input) and their weights."""
+    base = np.floor(source)
+    base = np.where(base == source, base - 1, base)  # an exact sample: the window on its left
+    ratio = source - base  # in (0, 1]
+    antialias = bool(attrs.int("antialias", 0))
+    stretch = min(scale, 1.0) if antialias else 1.0
+    first = math.floor(-_HALF_WIDTH[mode] / stretch) + 1
+    offsets = np.arange(first, 2 - first)
+    distance = (offsets[None, :] - ratio[:, None]) * stretch
+    if mode == "linear":
+        weights = np.clip(1 - np.abs(distance), 0, 1)
+    else:
+        weights = _cubic_kernel(distance, attrs.float("cubic_coeff_a", -0.75))
+    if antialias:
+        weights = weights / weights.sum(axis=1, keepdims=True)
+    indices = base.astype(np.int64)[:, None] + offsets[None, :]
+    if attrs.int("exclude_outside", 0):
+        weights = np.where((indices < 0) | (indices >= size), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    return np.clip(indices, 0, size - 1), weights
+
+
+def _tables(attrs: Attributes, x: Tensor, axis: int, out: int, scale: float
+            ) -> tuple[Tensor, ...]:
+    """``(index,)`` for nearest; ``(tap indices, weights)`` for linear and cubic, the indices
+    flat (``out * taps``) and the weights shaped to broadcast against the gathered taps."""
+    mode, size = attrs.str("mode", "nearest"), x.shape[axis]
+    coordinates = attrs.str("coordinate_transformation_mode", "half_pixel")
+    rule = attrs.str("nearest_mode", "round_prefer_floor")
+    key = (mode, coordinates, rule, attrs.int("antialias", 0), attrs.int("exclude_outside", 0),
+           attrs.float("cubic_coeff_a", -0.75), size, out, scale, x.ndim, axis, x.dtype,
+           x.backend)
+    if key not in _TABLES:
+        if len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)))
+        source = _source_coordinates(coordinates, size, out, scale)
+        if mode == "nearest":
+            arrays = [_nearest_index(source, rule, size).astype(np.int32)]
+        else:
+            indices, weights = _taps(attrs, mode, source, size, scale)
+            place = [1] * (x.ndim + 1)
+            place[axis:axis + 2] = weights.shape
+            arrays = [indices.reshape(-1).astype(np.int32),
+                      weights.reshape(place).astype(x.dtype.numpy)]
+        _TABLES[key] = tuple(ops.from_numpy(a, backend=x.backend) for a in arrays)
+    return _TABLES[key]
+
+
+def _check_attributes(attrs: Attributes, x: Tensor) -> str:
+    """The mode, after refusing what burn does not run (or ONNX does not define)."""
+    mode = attrs.str("mode", "nearest")
+    if mode not in MODES:
+        raise BurnError(f"Resize: mode={mode!r} is not one ONNX defines ({', '.join(MODES)})")
+    if mode != "nearest" and not x.dtype.is_float:
+        raise attrs.refuse(f"mode={mode!r} on {x.dtype.name}", "cast to a float first")
+    if mode == "nearest" and attrs.int("antialias", 0):
+        raise BurnError("Resize: antialias applies to the linear and cubic modes; "
+                        "drop it or choose one of them")
+    if attrs.version < 11:
+        raise attrs.refuse("Resize before opset 11 (its coordinate rule was unspecified)",
+                           "convert the model to opset 11 or later (onnx.version_converter)")
+    return mode
+
+
+def _sizes_and_scales(attrs: Attributes, x: Tensor, axes: list[int],
+                      scales: np.ndarray | None, sizes: np.ndarray | None
+                      ) -> tuple[list[int], list[float]]:
+    """Each resized axis's output size and scale; ``keep_aspect_ratio_policy`` applies to
+    ``sizes`` (one scale for every axis, the smallest or the largest asked for)."""
+    policy = attrs.str("keep_aspect_ratio_policy", "stretch")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise BurnError(f"Resize: keep_aspect_ratio_policy={policy!r} is not one ONNX defines "
+                        f"(stretch, not_larger, not_smaller)")
+    if sizes is not None and sizes.size:
+        outs = [int(v) for v in sizes.reshape(-1)]
+        factors = [o / x.shape[a] for a, o in zip(axes, outs)]
+        if policy != "stretch":
+            scale = min(factors) if policy == "not_larger" else max(factors)
+            factors = [scale] * len(axes)
+            outs = [int(scale * x.shape[a] + 0.5) for a in axes]  # half up, as ONNX says
+        return outs, factors
+    if scales is not None and scales.size:
+        factors = [float(v) for v in scales.reshape(-1)]
+        return [int(f * x.shape[a]) for a, f in zip(axes, factors)], factors
+    raise BurnError("Resize: give scales or sizes")
+
+
+@operator("Resize", host=(1, 2, 3))
+def resize(attrs: Attributes, x: Tensor, roi: np.ndarray | None = None,
+           scales: np.ndarray | None = None, sizes: np.ndarray | None = None) -> Tensor:
+    mode = _check_attributes(attrs, x)
+    axes = [a % x.ndim for a in attrs.ints("axes") or range(x.ndim)]
+    outs, factors = _sizes_and_scales(attrs, x, axes, scales, sizes)
+    for axis, out, factor in zip(axes, outs, factors):
+        if out == x.shape[axis] and factor == 1.0:
+            continue
+        tables = _tables(attrs, x, axis, out, factor)
+        if mode == "nearest":
+            x = ops.index_select(x, axis, tables[0])
+            continue
+        indices, weights = tables
+        taps = weights.shape[axis + 1]
+        gathered = ops.index_select(x, axis, indices)
+        gathered = ops.reshape(gathered, *x.shape[:axis], out, taps, *x.shape[axis + 1:])
+        x = ops.sum(gathered * weights, axis=axis + 1)
+    return x
