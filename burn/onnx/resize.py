@@ -4,9 +4,11 @@ Resizing is separable, so each resized axis is one pass. A pass's sampling is a 
 the host once per geometry and kept on the device (a captured graph must upload nothing):
 - ``nearest``: the input index of each output position, one ``index_select``;
 - ``linear`` and ``cubic``: each output position weighs ``taps`` input positions (2 and 4; more
-  with ``antialias=1`` when shrinking, where the kernel widens by ``1 / scale``). One
-  ``index_select`` gathers every tap, a product with the weights and a sum over the taps
-  finish the pass.
+  with ``antialias=1`` when shrinking, where the kernel widens by ``1 / scale``). Along an
+  axis of up to ``DENSE_LIMIT`` positions the pass is one matmul by the (out x size) matrix of
+  those weights, on tensor cores where there are some; a longer axis is one ``index_select``
+  of every tap, a product with the weights and a sum over the taps (the matmul's work grows
+  with the axis, the gather's with the taps).
 
 Taps past an edge read the edge value; with ``exclude_outside=1`` they weigh nothing and the
 other weights are scaled back to a sum of 1. An output position that falls exactly on an input
@@ -32,6 +34,9 @@ from ..tensor.tensor import Tensor
 from .registry import Attributes, operator, ops
 
 MODES = ("nearest", "linear", "cubic")
+# Input positions per axis up to which a linear or cubic pass is a matmul (BENCHMARKS.md,
+# "H200: ONNX Resize"): at most 1024 multiply-adds per output value.
+DENSE_LIMIT = 1024
 _HALF_WIDTH = {"linear": 1, "cubic": 2}  # the sampling kernel's reach, in input positions
 _TABLES: dict[tuple, tuple[Tensor, ...]] = {}  # device index/weight tables, by geometry
 _TABLES_KEPT = 64
@@ -103,20 +108,28 @@ def _taps(attrs: Attributes, mode: str, source: np.ndarray, size: int, scale: fl
 
 def _tables(attrs: Attributes, x: Tensor, axis: int, out: int, scale: float
             ) -> tuple[Tensor, ...]:
-    """``(index,)`` for nearest; ``(tap indices, weights)`` for linear and cubic, the indices
-    flat (``out * taps``) and the weights shaped to broadcast against the gathered taps."""
+    """``(index,)`` for nearest; for linear and cubic, ``(matrix,)`` along a short axis (out x
+    size, transposed along the last axis: the matmul's right operand there), else ``(tap
+    indices, weights)``, the indices flat (``out * taps``) and the weights shaped to broadcast
+    against the gathered taps."""
     mode, size = attrs.str("mode", "nearest"), x.shape[axis]
     coordinates = attrs.str("coordinate_transformation_mode", "half_pixel")
     rule = attrs.str("nearest_mode", "round_prefer_floor")
     key = (mode, coordinates, rule, attrs.int("antialias", 0), attrs.int("exclude_outside", 0),
-           attrs.float("cubic_coeff_a", -0.75), size, out, scale, x.ndim, axis, x.dtype,
-           x.backend)
+           attrs.float("cubic_coeff_a", -0.75), size <= DENSE_LIMIT, size, out, scale, x.ndim,
+           axis, x.dtype, x.backend)
     if key not in _TABLES:
         if len(_TABLES) >= _TABLES_KEPT:
             _TABLES.pop(next(iter(_TABLES)))
         source = _source_coordinates(coordinates, size, out, scale)
         if mode == "nearest":
             arrays = [_nearest_index(source, rule, size).astype(np.int32)]
+        elif size <= DENSE_LIMIT:
+            indices, weights = _taps(attrs, mode, source, size, scale)
+            matrix = np.zeros((out, size))
+            np.add.at(matrix, (np.arange(out)[:, None], indices), weights)  # clamped taps add
+            matrix = matrix.T if axis == x.ndim - 1 else matrix
+            arrays = [np.ascontiguousarray(matrix).astype(x.dtype.numpy)]
         else:
             indices, weights = _taps(attrs, mode, source, size, scale)
             place = [1] * (x.ndim + 1)
@@ -166,6 +179,16 @@ def _sizes_and_scales(attrs: Attributes, x: Tensor, axes: list[int],
     raise BurnError("Resize: give scales or sizes")
 
 
+def _matrix_pass(x: Tensor, axis: int, matrix: Tensor) -> Tensor:
+    """One axis resampled by its matrix: ``x @ matrix`` along the last axis, else
+    ``matrix @ x`` with ``axis`` swapped into the rows."""
+    if axis == x.ndim - 1:
+        return ops.matmul(x, matrix)
+    if axis == x.ndim - 2:
+        return ops.matmul(matrix, x)
+    return ops.transpose(ops.matmul(matrix, ops.transpose(x, axis, -2)), axis, -2)
+
+
 @operator("Resize", host=(1, 2, 3))
 def resize(attrs: Attributes, x: Tensor, roi: np.ndarray | None = None,
            scales: np.ndarray | None = None, sizes: np.ndarray | None = None) -> Tensor:
@@ -178,6 +201,9 @@ def resize(attrs: Attributes, x: Tensor, roi: np.ndarray | None = None,
         tables = _tables(attrs, x, axis, out, factor)
         if mode == "nearest":
             x = ops.index_select(x, axis, tables[0])
+            continue
+        if len(tables) == 1:
+            x = _matrix_pass(x, axis, tables[0])
             continue
         indices, weights = tables
         taps = weights.shape[axis + 1]

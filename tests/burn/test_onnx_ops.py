@@ -13,6 +13,7 @@ from onnx import TensorProto
 from onnxbuild import Const, compare, one_node
 
 import burn
+import burn.onnx.resize
 from burn.onnx.control import CONTROL_FLOW
 
 R = np.random.default_rng(1234)
@@ -38,6 +39,7 @@ SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, -0.5], np.float32)
 # (Keys' kernel has negative lobes); the second pass also carries the first's error times 1.3.
 _U, _LOBES, _MAX_X, _ROUNDINGS = 2.0**-24, 1.3, 2.0, 9
 _FIRST_PASS = _ROUNDINGS * _U * _LOBES * _MAX_X
+MATRIX_MODES = ("linear", "cubic")  # the Resize modes that weigh taps
 CUBIC_ATOL = _LOBES * _FIRST_PASS + _ROUNDINGS * _U * _LOBES * (_LOBES * _MAX_X)  # 3.6e-6
 
 UNARY = ["Abs", "Neg", "Exp", "Floor", "Ceil", "Sin", "Cos", "Tan", "Atan", "Tanh",
@@ -266,6 +268,15 @@ def test_operator_matches_the_onnx_reference(backend, name):
     # within float32's own tolerance (tests/util.py); cubic resizing within its bound
     atol = CUBIC_ATOL if attrs.get("mode") == "cubic" else None
     compare(model, feeds, backend, atol=atol)
+
+
+@pytest.mark.parametrize("name", [name for name, case in CASES.items()
+                                  if case[0] == "Resize" and case[2].get("mode") in MATRIX_MODES])
+def test_long_axes_resize_by_gathering_taps(backend, name, monkeypatch):
+    """Axes longer than ``DENSE_LIMIT`` gather their taps rather than multiply by a matrix:
+    the Resize cases again with the limit at 0."""
+    monkeypatch.setattr(burn.onnx.resize, "DENSE_LIMIT", 0)
+    test_operator_matches_the_onnx_reference(backend, name)
 
 
 @pytest.mark.parametrize("op", ["Add", "Relu", "MatMul", "Softmax"])

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# ONNX Resize and the cpu block change on the H200 machine (BENCHMARKS.md, "H200: ONNX Resize,
+# cubic and antialiased"). PARTS (default "tests bench"): tests, the ONNX and elementwise
+# tests on the GPU backends (cuda/triton on the H200, wgpu/wgsl on NVIDIA's Vulkan); bench,
+# bench/resize_gpu_bench.py (Resize against torch's interpolate). From the repo root, with
+# .whl/ and .gl/ carried; logs go to $OUT.
+set -u
+source bench/h200_env.sh
+export CUBEPY_WGPU_ADAPTER=NVIDIA
+PARTS=${PARTS:-tests bench}
+if [[ $PARTS == *tests* ]]; then
+    date -u | tee $OUT/tests.log
+    python3 -m pytest -q -p no:cacheprovider -n 8 -rfs -k "not cpu" tests/burn/test_onnx_ops.py \
+        tests/burn/test_onnx_models.py tests/burn/test_pointwise.py 2>&1 | tail -15 \
+        | tee -a $OUT/tests.log
+    date -u | tee -a $OUT/tests.log
+fi
+if [[ $PARTS == *bench* ]]; then
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee $OUT/bench.log
+    python3 -W ignore bench/resize_gpu_bench.py ${BENCH_ARGS:-} 2>&1 \
+        | grep -v "^cubepy.autotune" | tee -a $OUT/bench.log
+    date -u | tee -a $OUT/bench.log
+fi
