@@ -3,8 +3,8 @@
 The file is read by burn itself (``proto``: the protobuf wire format, external data files
 included), so importing a model needs neither the ``onnx`` nor the ``protobuf`` package.
 Every operator runs as burn ops on the model's backend (``registry``, ``math_ops``,
-``shape_ops``, ``nn_ops``, ``resize``); shape arithmetic runs on the host; the float weights are the
-module's parameters, so an imported model can be fine-tuned.
+``shape_ops``, ``nn_ops``, ``resize``); shape arithmetic runs on the host; the float weights
+are the module's parameters, so an imported model can be fine-tuned.
 
 Example:
     >>> model = burn.onnx.load("classifier.onnx", backend="cpu")  # doctest: +SKIP

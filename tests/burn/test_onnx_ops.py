@@ -34,12 +34,12 @@ INTS = R.integers(-9, 10, (3, 5)).astype(np.int32)
 NONZERO = np.where(INTS == 0, 3, INTS).astype(np.int32)
 SPECIAL = np.array([1.0, np.nan, np.inf, -np.inf, -0.5], np.float32)
 
+MATRIX_MODES = ("linear", "cubic")  # the Resize modes that weigh taps
 # Cubic resizing's float32 error bound: each of its two passes is a sum of up to 8 taps (the
 # antialiased halving), rounded at most 9 times in all (u = 2**-24), of |w * x| <= 1.3 max|x|
 # (Keys' kernel has negative lobes); the second pass also carries the first's error times 1.3.
 _U, _LOBES, _MAX_X, _ROUNDINGS = 2.0**-24, 1.3, 2.0, 9
 _FIRST_PASS = _ROUNDINGS * _U * _LOBES * _MAX_X
-MATRIX_MODES = ("linear", "cubic")  # the Resize modes that weigh taps
 CUBIC_ATOL = _LOBES * _FIRST_PASS + _ROUNDINGS * _U * _LOBES * (_LOBES * _MAX_X)  # 3.6e-6
 
 UNARY = ["Abs", "Neg", "Exp", "Floor", "Ceil", "Sin", "Cos", "Tan", "Atan", "Tanh",
