@@ -13,7 +13,8 @@ the host once per geometry and kept on the device (a captured graph must upload 
 Taps past an edge read the edge value; with ``exclude_outside=1`` they weigh nothing and the
 other weights are scaled back to a sum of 1. An output position that falls exactly on an input
 sample takes the window on its left, as ONNX's reference evaluator does, which gives the same
-weights.
+weights. ``tf_crop_and_resize`` samples each axis's ``roi``, and gives
+``extrapolation_value`` where that falls outside the input.
 
 Example:
     >>> attrs = burn.onnx.registry.Attributes({"mode": "cubic"}, "Resize", version=18)
@@ -42,9 +43,16 @@ _TABLES: dict[tuple, tuple[Tensor, ...]] = {}  # device index/weight tables, by 
 _TABLES_KEPT = 64
 
 
-def _source_coordinates(mode: str, size: int, out: int, scale: float) -> np.ndarray:
-    """Where each output position samples the input, per ``coordinate_transformation_mode``."""
+def _source_coordinates(mode: str, size: int, out: int, scale: float,
+                        crop: tuple[float, float]) -> np.ndarray:
+    """Where each output position samples the input, per ``coordinate_transformation_mode``
+    (``crop``: the axis's ``roi`` start and end, which only ``tf_crop_and_resize`` reads)."""
     x = np.arange(out, dtype=np.float64)
+    if mode == "tf_crop_and_resize":
+        start, end = crop[0] * (size - 1), crop[1] * (size - 1)
+        if scale * size == 1:
+            return np.full(out, (start + end) / 2)
+        return start + x * (end - start) / (scale * size - 1)
     if mode == "half_pixel":
         return (x + 0.5) / scale - 0.5
     if mode == "pytorch_half_pixel":
@@ -56,9 +64,9 @@ def _source_coordinates(mode: str, size: int, out: int, scale: float) -> np.ndar
         return x * (size - 1) / (scale * size - 1) if scale * size != 1 else np.zeros(out)
     if mode == "asymmetric":
         return x / scale
-    raise BurnError(f"Resize: coordinate_transformation_mode={mode!r} is not supported yet; "
-                    f"burn runs half_pixel, pytorch_half_pixel, half_pixel_symmetric, "
-                    f"align_corners and asymmetric")
+    raise BurnError(f"Resize: coordinate_transformation_mode={mode!r} is not one ONNX defines "
+                    f"(half_pixel, pytorch_half_pixel, half_pixel_symmetric, align_corners, "
+                    f"asymmetric, tf_crop_and_resize)")
 
 
 def _nearest_index(x: np.ndarray, rule: str, size: int) -> np.ndarray:
@@ -106,22 +114,23 @@ def _taps(attrs: Attributes, mode: str, source: np.ndarray, size: int, scale: fl
     return np.clip(indices, 0, size - 1), weights
 
 
-def _tables(attrs: Attributes, x: Tensor, axis: int, out: int, scale: float
-            ) -> tuple[Tensor, ...]:
+def _tables(attrs: Attributes, x: Tensor, axis: int, out: int, scale: float,
+            crop: tuple[float, float]) -> tuple[Tensor, ...]:
     """``(index,)`` for nearest; for linear and cubic, ``(matrix,)`` along a short axis (out x
     size, transposed along the last axis: the matmul's right operand there), else ``(tap
     indices, weights)``, the indices flat (``out * taps``) and the weights shaped to broadcast
-    against the gathered taps."""
+    against the gathered taps. ``tf_crop_and_resize`` adds a last table, where the output
+    positions sample within the input."""
     mode, size = attrs.str("mode", "nearest"), x.shape[axis]
     coordinates = attrs.str("coordinate_transformation_mode", "half_pixel")
     rule = attrs.str("nearest_mode", "round_prefer_floor")
     key = (mode, coordinates, rule, attrs.int("antialias", 0), attrs.int("exclude_outside", 0),
-           attrs.float("cubic_coeff_a", -0.75), size <= DENSE_LIMIT, size, out, scale, x.ndim,
-           axis, x.dtype, x.backend)
+           attrs.float("cubic_coeff_a", -0.75), crop,
+           size <= DENSE_LIMIT, size, out, scale, x.ndim, axis, x.dtype, x.backend)
     if key not in _TABLES:
         if len(_TABLES) >= _TABLES_KEPT:
             _TABLES.pop(next(iter(_TABLES)))
-        source = _source_coordinates(coordinates, size, out, scale)
+        source = _source_coordinates(coordinates, size, out, scale, crop)
         if mode == "nearest":
             arrays = [_nearest_index(source, rule, size).astype(np.int32)]
         elif size <= DENSE_LIMIT:
@@ -136,8 +145,32 @@ def _tables(attrs: Attributes, x: Tensor, axis: int, out: int, scale: float
             place[axis:axis + 2] = weights.shape
             arrays = [indices.reshape(-1).astype(np.int32),
                       weights.reshape(place).astype(x.dtype.numpy)]
+        if coordinates == "tf_crop_and_resize":
+            arrays.append(_inside(source, size, x.ndim, axis))
         _TABLES[key] = tuple(ops.from_numpy(a, backend=x.backend) for a in arrays)
     return _TABLES[key]
+
+
+def _inside(source: np.ndarray, size: int, ndim: int, axis: int) -> np.ndarray:
+    """Where along ``axis`` a crop samples within the input (elsewhere the output is
+    ``extrapolation_value``, as TensorFlow's CropAndResize)."""
+    place = [1] * ndim
+    place[axis] = source.size
+    return ((source >= 0) & (source <= size - 1)).reshape(place)
+
+
+def _crops(attrs: Attributes, x: Tensor, axes: list[int], roi: np.ndarray | None
+           ) -> list[tuple[float, float]]:
+    """Each resized axis's ``roi`` start and end (``[starts..., ends...]`` over ``axes``);
+    only ``tf_crop_and_resize`` needs one."""
+    if attrs.str("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize":
+        return [(0.0, 1.0)] * len(axes)
+    if roi is None or roi.size != 2 * len(axes):
+        given = "none" if roi is None else f"{roi.size} values"
+        raise BurnError(f"Resize: tf_crop_and_resize needs a roi of {2 * len(axes)} values "
+                        f"(the starts, then the ends, of axes {axes}); got {given}")
+    values = [float(v) for v in roi.reshape(-1)]
+    return list(zip(values[:len(axes)], values[len(axes):]))
 
 
 def _check_attributes(attrs: Attributes, x: Tensor) -> str:
@@ -195,19 +228,27 @@ def resize(attrs: Attributes, x: Tensor, roi: np.ndarray | None = None,
     mode = _check_attributes(attrs, x)
     axes = [a % x.ndim for a in attrs.ints("axes") or range(x.ndim)]
     outs, factors = _sizes_and_scales(attrs, x, axes, scales, sizes)
-    for axis, out, factor in zip(axes, outs, factors):
-        if out == x.shape[axis] and factor == 1.0:
+    crops = _crops(attrs, x, axes, roi)
+    for axis, out, factor, crop in zip(axes, outs, factors, crops):
+        if out == x.shape[axis] and factor == 1.0 and crop == (0.0, 1.0):
             continue
-        tables = _tables(attrs, x, axis, out, factor)
-        if mode == "nearest":
-            x = ops.index_select(x, axis, tables[0])
+        tables = _tables(attrs, x, axis, out, factor, crop)
+        if attrs.str("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize":
+            x = _resample(x, mode, axis, out, tables)
             continue
-        if len(tables) == 1:
-            x = _matrix_pass(x, axis, tables[0])
-            continue
-        indices, weights = tables
-        taps = weights.shape[axis + 1]
-        gathered = ops.index_select(x, axis, indices)
-        gathered = ops.reshape(gathered, *x.shape[:axis], out, taps, *x.shape[axis + 1:])
-        x = ops.sum(gathered * weights, axis=axis + 1)
+        x = _resample(x, mode, axis, out, tables[:-1])
+        x = ops.where(tables[-1], x, attrs.float("extrapolation_value", 0.0))
     return x
+
+
+def _resample(x: Tensor, mode: str, axis: int, out: int, tables: tuple[Tensor, ...]) -> Tensor:
+    """One axis's pass: a gather (nearest), a matmul or gathered taps' weighted sum."""
+    if mode == "nearest":
+        return ops.index_select(x, axis, tables[0])
+    if len(tables) == 1:
+        return _matrix_pass(x, axis, tables[0])
+    indices, weights = tables
+    taps = weights.shape[axis + 1]
+    gathered = ops.index_select(x, axis, indices)
+    gathered = ops.reshape(gathered, *x.shape[:axis], out, taps, *x.shape[axis + 1:])
+    return ops.sum(gathered * weights, axis=axis + 1)

@@ -318,7 +318,11 @@ def test_unsupported_attribute_values_say_what_to_do():
               "Einsum: operand 0 of 'ii->i' is 'ii' .* a diagonal, is not supported yet"),
              (one_node("Resize", [x, None, Const(np.array([2, 2], np.float32))],
                        {"coordinate_transformation_mode": "tf_crop_and_resize"}), x,
-              "coordinate_transformation_mode='tf_crop_and_resize' is not supported yet")]
+              r"Resize: tf_crop_and_resize needs a roi of 4 values \(the starts, then the "
+              r"ends, of axes \[0, 1\]\); got none"),
+             (one_node("Resize", [x, None, Const(np.array([2, 2], np.float32))],
+                       {"coordinate_transformation_mode": "pixel_centers"}), x,
+              "Resize: coordinate_transformation_mode='pixel_centers' is not one ONNX defines")]
     for model, feed, message in cases:
         with pytest.raises(burn.BurnError, match=message):
             _load(model)(feed)
