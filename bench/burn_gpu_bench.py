@@ -86,6 +86,16 @@ def gpu_only_seconds(fn: Callable[[], object], calls: int = 20, samples: int = 5
     return statistics.median(times)
 
 
+def compared_times(ours: Callable[[], object], theirs: Callable[[], object]) -> dict:
+    """The row fields of a burn call timed beside torch's: ``wall_ms`` and ``gpu_ms`` (burn,
+    torch; ``gpu_seconds`` and ``gpu_only_seconds``) and ``gpu_ratio``, torch's GPU time over
+    burn's (above 1: burn is faster)."""
+    ours_gpu, theirs_gpu = gpu_only_seconds(ours), gpu_only_seconds(theirs)
+    return {"wall_ms": [round(gpu_seconds(ours) * 1e3, 3), round(gpu_seconds(theirs) * 1e3, 3)],
+            "gpu_ms": [round(ours_gpu * 1e3, 3), round(theirs_gpu * 1e3, 3)],
+            "gpu_ratio": round(theirs_gpu / ours_gpu, 3)}
+
+
 def host_us(fn: Callable[[], object], calls: int = 300, warmup: int = 1) -> float:
     """Host microseconds per call: launches queued back to back, synchronized once at the end
     (when this exceeds an op's GPU time, the op is bound by its host path)."""

@@ -27,7 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from burn_gpu_bench import from_torch, gpu_only_seconds, gpu_seconds  # noqa: E402
+from burn_gpu_bench import compared_times, from_torch  # noqa: E402
 
 import burn  # noqa: E402
 
@@ -77,11 +77,7 @@ def conv_row(case: tuple[int, ...], dtype: torch.dtype) -> dict:
     row = {"op": "conv3d", "case": list(case), "dtype": str(dtype).removeprefix("torch.")}
     for name, (a, b) in {"forward": (ours, theirs),
                          "forward+backward": (our_training, their_training)}.items():
-        ours_wall, theirs_wall = gpu_seconds(a), gpu_seconds(b)
-        ours_gpu, theirs_gpu = gpu_only_seconds(a), gpu_only_seconds(b)
-        row[name] = {"wall_ms": [round(ours_wall * 1e3, 3), round(theirs_wall * 1e3, 3)],
-                     "gpu_ms": [round(ours_gpu * 1e3, 3), round(theirs_gpu * 1e3, 3)],
-                     "gpu_ratio": round(theirs_gpu / ours_gpu, 3)}
+        row[name] = compared_times(a, b)
     return row
 
 
@@ -108,11 +104,8 @@ def transposed_row(case: tuple[int, ...], dtype: torch.dtype) -> dict:
         return burn.conv_transpose3d(bx, bw, stride=stride, padding=pad, output_padding=extra)
 
     check(ours(), theirs(), f"conv_transpose3d {case}", dtype)
-    ours_gpu, theirs_gpu = gpu_only_seconds(ours), gpu_only_seconds(theirs)
     return {"op": "conv_transpose3d", "case": list(case), "dtype": str(dtype)[6:],
-            "wall_ms": [round(gpu_seconds(ours) * 1e3, 3), round(gpu_seconds(theirs) * 1e3, 3)],
-            "gpu_ms": [round(ours_gpu * 1e3, 3), round(theirs_gpu * 1e3, 3)],
-            "gpu_ratio": round(theirs_gpu / ours_gpu, 3)}
+            **compared_times(ours, theirs)}
 
 
 def pool_row(kind: str, dtype: torch.dtype) -> dict:
@@ -132,11 +125,8 @@ def pool_row(kind: str, dtype: torch.dtype) -> dict:
         def ours() -> burn.Tensor:
             return burn.avg_pool3d(bx, 2)
     check(ours(), theirs(), f"{kind}_pool3d", dtype)
-    ours_gpu, theirs_gpu = gpu_only_seconds(ours), gpu_only_seconds(theirs)
     return {"op": f"{kind}_pool3d", "case": list(x.shape), "dtype": str(dtype)[6:],
-            "wall_ms": [round(gpu_seconds(ours) * 1e3, 3), round(gpu_seconds(theirs) * 1e3, 3)],
-            "gpu_ms": [round(ours_gpu * 1e3, 3), round(theirs_gpu * 1e3, 3)],
-            "gpu_ratio": round(theirs_gpu / ours_gpu, 3)}
+            **compared_times(ours, theirs)}
 
 
 def main() -> None:

@@ -11,11 +11,8 @@ source bench/h200_env.sh
 export CUBEPY_WGPU_ADAPTER=NVIDIA
 PARTS=${PARTS:-tests bench example}
 if [[ $PARTS == *tests* ]]; then
-    date -u | tee $OUT/tests.log
-    python3 -m pytest -q -p no:cacheprovider -n 8 -rfs ${TESTS:-tests/burn/test_captured.py \
-        tests/burn/test_optim.py tests/burn/test_transformer.py tests/burn/test_index.py \
-        tests/test_launch_trace.py} 2>&1 | tail -15 | tee -a $OUT/tests.log
-    date -u | tee -a $OUT/tests.log
+    gpu_tests ${TESTS:-tests/burn/test_captured.py tests/burn/test_optim.py \
+        tests/burn/test_transformer.py tests/burn/test_index.py tests/test_launch_trace.py}
 fi
 if [[ $PARTS == *bench* ]]; then
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee $OUT/bench.log

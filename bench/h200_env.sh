@@ -5,3 +5,11 @@ OUT=${OUT:-/tmp/h200-out}
 source .whl/gpu-env.sh
 export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1 CUBEPY_CACHE_DIR=/tmp/cc TRITON_CACHE_DIR=/tmp/tc
 export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p -m 700 $XDG_RUNTIME_DIR $OUT
+
+# gpu_tests PYTEST_ARGS...: pytest on 8 workers, its last 15 lines between two timestamps in
+# $OUT/tests.log (the tests part of the run scripts).
+gpu_tests() {
+    date -u | tee $OUT/tests.log
+    python3 -m pytest -q -p no:cacheprovider -n 8 -rfs "$@" 2>&1 | tail -15 | tee -a $OUT/tests.log
+    date -u | tee -a $OUT/tests.log
+}

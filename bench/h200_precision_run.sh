@@ -11,11 +11,8 @@ source bench/h200_env.sh
 export CUBEPY_WGPU_ADAPTER=NVIDIA
 PARTS=${PARTS:-tests example bench}
 if [[ $PARTS == *tests* ]]; then
-    date -u | tee $OUT/tests.log
-    python3 -m pytest -q -p no:cacheprovider -n 8 -rfs ${TESTS:-tests/burn/test_precision.py \
-        tests/burn/test_train.py tests/burn/test_transformer.py} 2>&1 | tail -15 \
-        | tee -a $OUT/tests.log
-    date -u | tee -a $OUT/tests.log
+    gpu_tests ${TESTS:-tests/burn/test_precision.py tests/burn/test_train.py \
+        tests/burn/test_transformer.py}
 fi
 if [[ $PARTS == *example* ]]; then
     for mode in "--captured" "--captured --precision bfloat16" "--precision float16"; do

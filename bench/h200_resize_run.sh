@@ -9,11 +9,8 @@ source bench/h200_env.sh
 export CUBEPY_WGPU_ADAPTER=NVIDIA
 PARTS=${PARTS:-tests bench}
 if [[ $PARTS == *tests* ]]; then
-    date -u | tee $OUT/tests.log
-    python3 -m pytest -q -p no:cacheprovider -n 8 -rfs -k "not cpu" tests/burn/test_onnx_ops.py \
-        tests/burn/test_onnx_models.py tests/burn/test_pointwise.py 2>&1 | tail -15 \
-        | tee -a $OUT/tests.log
-    date -u | tee -a $OUT/tests.log
+    gpu_tests -k "not cpu" tests/burn/test_onnx_ops.py tests/burn/test_onnx_models.py \
+        tests/burn/test_pointwise.py
 fi
 if [[ $PARTS == *bench* ]]; then
     nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee $OUT/bench.log

@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from burn_gpu_bench import from_torch, gpu_only_seconds, gpu_seconds  # noqa: E402
+from burn_gpu_bench import compared_times, from_torch  # noqa: E402
 
 import burn  # noqa: E402
 from burn.onnx.registry import Attributes  # noqa: E402
@@ -74,12 +74,9 @@ def row(case: tuple, dtype: torch.dtype) -> dict:
     limit = (3e-2 if dtype == torch.bfloat16 else 1e-4) * max(want.abs().max().item(), 1.0)
     if error > limit:
         raise SystemExit(f"{name} {dtype}: burn differs from torch by {error}")
-    ours_gpu, theirs_gpu = gpu_only_seconds(ours), gpu_only_seconds(theirs)
     return {"case": name, "shape": list(shape), "out": list(out),
             "dtype": str(dtype).removeprefix("torch."), "max_error": error,
-            "wall_ms": [round(gpu_seconds(ours) * 1e3, 3), round(gpu_seconds(theirs) * 1e3, 3)],
-            "gpu_ms": [round(ours_gpu * 1e3, 3), round(theirs_gpu * 1e3, 3)],
-            "gpu_ratio": round(theirs_gpu / ours_gpu, 3)}
+            **compared_times(ours, theirs)}
 
 
 def main() -> None:

@@ -133,22 +133,34 @@ def _tables(attrs: Attributes, x: Tensor, axis: int, out: int, scale: float,
         source = _source_coordinates(coordinates, size, out, scale, crop)
         if mode == "nearest":
             arrays = [_nearest_index(source, rule, size).astype(np.int32)]
-        elif size <= DENSE_LIMIT:
-            indices, weights = _taps(attrs, mode, source, size, scale)
-            matrix = np.zeros((out, size))
-            np.add.at(matrix, (np.arange(out)[:, None], indices), weights)  # clamped taps add
-            matrix = matrix.T if axis == x.ndim - 1 else matrix
-            arrays = [np.ascontiguousarray(matrix).astype(x.dtype.numpy)]
         else:
             indices, weights = _taps(attrs, mode, source, size, scale)
-            place = [1] * (x.ndim + 1)
-            place[axis:axis + 2] = weights.shape
-            arrays = [indices.reshape(-1).astype(np.int32),
-                      weights.reshape(place).astype(x.dtype.numpy)]
+            if size <= DENSE_LIMIT:
+                arrays = [_matrix(indices, weights, size, last=axis == x.ndim - 1)]
+            else:
+                arrays = _gathered_taps(indices, weights, x.ndim, axis)
+            arrays = [a.astype(x.dtype.numpy) if a.dtype.kind == "f" else a for a in arrays]
         if coordinates == "tf_crop_and_resize":
             arrays.append(_inside(source, size, x.ndim, axis))
         _TABLES[key] = tuple(ops.from_numpy(a, backend=x.backend) for a in arrays)
     return _TABLES[key]
+
+
+def _matrix(indices: np.ndarray, weights: np.ndarray, size: int, last: bool) -> np.ndarray:
+    """The taps as one (out x size) matrix; transposed for the ``last`` axis, where it is the
+    matmul's right operand."""
+    matrix = np.zeros((indices.shape[0], size))
+    np.add.at(matrix, (np.arange(indices.shape[0])[:, None], indices), weights)  # clamped taps add
+    return np.ascontiguousarray(matrix.T if last else matrix)
+
+
+def _gathered_taps(indices: np.ndarray, weights: np.ndarray, ndim: int, axis: int
+                   ) -> list[np.ndarray]:
+    """The taps' flat int32 indices and their weights, placed to broadcast against the
+    gathered taps (``out`` and ``taps`` at ``axis``)."""
+    place = [1] * (ndim + 1)
+    place[axis:axis + 2] = weights.shape
+    return [indices.reshape(-1).astype(np.int32), weights.reshape(place)]
 
 
 def _inside(source: np.ndarray, size: int, ndim: int, axis: int) -> np.ndarray:
@@ -229,11 +241,12 @@ def resize(attrs: Attributes, x: Tensor, roi: np.ndarray | None = None,
     axes = [a % x.ndim for a in attrs.ints("axes") or range(x.ndim)]
     outs, factors = _sizes_and_scales(attrs, x, axes, scales, sizes)
     crops = _crops(attrs, x, axes, roi)
+    cropping = attrs.str("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize"
     for axis, out, factor, crop in zip(axes, outs, factors, crops):
         if out == x.shape[axis] and factor == 1.0 and crop == (0.0, 1.0):
             continue
         tables = _tables(attrs, x, axis, out, factor, crop)
-        if attrs.str("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize":
+        if not cropping:
             x = _resample(x, mode, axis, out, tables)
             continue
         x = _resample(x, mode, axis, out, tables[:-1])
