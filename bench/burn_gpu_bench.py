@@ -86,11 +86,14 @@ def gpu_only_seconds(fn: Callable[[], object], calls: int = 20, samples: int = 5
     return statistics.median(times)
 
 
-def compared_times(ours: Callable[[], object], theirs: Callable[[], object]) -> dict:
+def compared_times(ours: Callable[[], object], theirs: Callable[[], object],
+                   queued_calls: int = 20) -> dict:
     """The row fields of a burn call timed beside torch's: ``wall_ms`` and ``gpu_ms`` (burn,
     torch; ``gpu_seconds`` and ``gpu_only_seconds``) and ``gpu_ratio``, torch's GPU time over
-    burn's (above 1: burn is faster)."""
-    ours_gpu, theirs_gpu = gpu_only_seconds(ours), gpu_only_seconds(theirs)
+    burn's (above 1: burn is faster). ``queued_calls`` behind the sleep must launch fewer
+    kernels than CUDA's queue holds (about a thousand), or the host waits for the GPU."""
+    ours_gpu = gpu_only_seconds(ours, calls=queued_calls)
+    theirs_gpu = gpu_only_seconds(theirs, calls=queued_calls)
     return {"wall_ms": [round(gpu_seconds(ours) * 1e3, 3), round(gpu_seconds(theirs) * 1e3, 3)],
             "gpu_ms": [round(ours_gpu * 1e3, 3), round(theirs_gpu * 1e3, 3)],
             "gpu_ratio": round(theirs_gpu / ours_gpu, 3)}

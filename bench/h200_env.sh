@@ -13,3 +13,11 @@ gpu_tests() {
     python3 -m pytest -q -p no:cacheprovider -n 8 -rfs "$@" 2>&1 | tail -15 | tee -a $OUT/tests.log
     date -u | tee -a $OUT/tests.log
 }
+
+# gpu_bench SCRIPT ARGS...: the GPU's clocks, then python3 SCRIPT ARGS (the autotuner's log
+# lines dropped) and a timestamp, in $OUT/bench.log (the bench part of the run scripts).
+gpu_bench() {
+    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee $OUT/bench.log
+    python3 -W ignore "$@" 2>&1 | grep -v "^cubepy.autotune" | tee -a $OUT/bench.log
+    date -u | tee -a $OUT/bench.log
+}

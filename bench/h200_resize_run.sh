@@ -13,8 +13,5 @@ if [[ $PARTS == *tests* ]]; then
         tests/burn/test_pointwise.py
 fi
 if [[ $PARTS == *bench* ]]; then
-    nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv | tee $OUT/bench.log
-    python3 -W ignore bench/resize_gpu_bench.py ${BENCH_ARGS:-} 2>&1 \
-        | grep -v "^cubepy.autotune" | tee -a $OUT/bench.log
-    date -u | tee -a $OUT/bench.log
+    gpu_bench bench/resize_gpu_bench.py ${BENCH_ARGS:-}
 fi

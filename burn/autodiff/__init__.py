@@ -5,6 +5,8 @@ inner backend; tensors made with ``require_grad()`` are the leaves, ``loss.backw
 returns a ``Gradients`` object and ``w.grad(grads)`` (or ``grads[w]``) reads a leaf's
 gradient as a tensor of the inner backend. No tensor is mutated: a graph can be
 differentiated more than once and tensors can move between threads.
+``loss.backward(create_graph=True)`` records the backward pass as well: its gradients are
+tracked tensors of the ``Autodiff`` backend, and can be differentiated again.
 
 Example:
     >>> ad = burn.Autodiff(burn.Cpu())

@@ -15,7 +15,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from cubepy.ir.dtypes import DType
@@ -27,7 +27,7 @@ from ..backend.ops import BackendOps
 from ..tensor import Tensor
 from . import indexing, linalg, pointwise, reductions
 from .attention import attention_rule
-from .graph import Node, Rule, TrackedView, injective, node_of, plain
+from .graph import MakeRule, Node, Rule, Saved, TrackedView, injective, node_of, plain
 
 
 class Autodiff(BackendOps, WrapperBackend):
@@ -47,18 +47,15 @@ class Autodiff(BackendOps, WrapperBackend):
     def __init__(self, inner: Backend | str | None = None):
         inner = default_backend() if inner is None else backend_for(inner)
         if isinstance(inner, Autodiff):
-            raise BurnError("Autodiff(Autodiff(...)): gradients of gradients are not supported "
-                            "yet; wrap the plain backend once")
+            raise BurnError("Autodiff(Autodiff(...)): wrap the plain backend once; for "
+                            "gradients of gradients call loss.backward(create_graph=True), "
+                            "whose gradients are tracked and can be differentiated again")
         super().__init__(inner, "autodiff")
 
     def constant(self, scalar: Any) -> View:
         return self.inner.constant(scalar)  # the inner backend's (Fusion keeps them on the host)
 
     # ---- recording ----
-
-    def tensor(self, view: View) -> Tensor:
-        """``view`` as a tensor of the inner backend (what rules compute with)."""
-        return Tensor(plain(view), self.inner)
 
     def leaf(self, view: View) -> TrackedView:
         """A new leaf over ``view``'s values (copied first if its layout aliases)."""
@@ -69,15 +66,18 @@ class Autodiff(BackendOps, WrapperBackend):
         return TrackedView(base.storage, base.offset, base.shape, base.strides, base.dtype,
                            node)
 
-    def record(self, op: str, out: View, inputs: Sequence[View | None],
-               make_rule: Callable[[], Rule]) -> View:
-        """``out`` tracked by a node of ``op`` when an input is tracked and ``out`` is float."""
+    def record(self, op: str, out: View, inputs: Sequence[View | None], make_rule: MakeRule,
+               keeps_output: bool = False) -> View:
+        """``out`` tracked by a node of ``op`` when an input is tracked and ``out`` is float.
+        ``make_rule(saved)`` makes the node's rule when a backward pass reaches it
+        (``graph.Saved``); ``keeps_output`` when that rule reads ``saved.output()``."""
         parents = tuple(node_of(v) for v in inputs)
         if not out.dtype.is_float or all(p is None for p in parents):
             return out
         if not injective(out):  # origins of view chains never alias (graph's docstring)
             out = self.inner.copy(out)
-        node = Node(op, parents, make_rule(), out.shape, out.dtype, self.inner)
+        node = Node(op, parents, make_rule, out.shape, out.dtype, self.inner,
+                    out if keeps_output else None)
         return TrackedView(out.storage, out.offset, out.shape, out.strides, out.dtype, node)
 
     # ---- elementwise ----
@@ -86,33 +86,34 @@ class Autodiff(BackendOps, WrapperBackend):
         out = self.inner.unary(op, plain(x), compute, out_dtype)
         if not pointwise.differentiable_unary(op):
             return out
-        return self.record(op, out, (x,), lambda: pointwise.unary_rule(
-            op, self.tensor(x), self.tensor(out)))
+        return self.record(op, out, (x,), lambda s: pointwise.unary_rule(
+            op, s(x), s.output(), s.create_graph), keeps_output=True)
 
     def binary(self, op: str, x: View, y: View, compute: DType, out_dtype: DType) -> View:
         out = self.inner.binary(op, plain(x), plain(y), compute, out_dtype)
         if not pointwise.differentiable_binary(op):
             return out
-        return self.record(op, out, (x, y), lambda: pointwise.binary_rule(
-            op, self.tensor(x), self.tensor(y), self.tensor(out)))
+        reads = op in pointwise.READS_OUTPUT
+        return self.record(op, out, (x, y), lambda s: pointwise.binary_rule(
+            op, s(x), s(y), s.output() if reads else None), keeps_output=reads)
 
     def where(self, cond: View, x: View, y: View, out_dtype: DType) -> View:
         out = self.inner.where(plain(cond), plain(x), plain(y), out_dtype)
         return self.record("where", out, (None, x, y),
-                           lambda: pointwise.where_rule(self.tensor(cond)))
+                           lambda s: pointwise.where_rule(s(cond)))
 
     def clamp(self, x: View, lo: Any, hi: Any, out_dtype: DType) -> View:
         out = self.inner.clamp(plain(x), lo, hi, out_dtype)
         return self.record("clamp", out, (x,),
-                           lambda: pointwise.clamp_rule(self.tensor(x), lo, hi))
+                           lambda s: pointwise.clamp_rule(s(x), lo, hi))
 
     def cast(self, x: View, dtype: DType) -> View:
         out = self.inner.cast(plain(x), dtype)
-        return self.record("cast", out, (x,), lambda: pointwise.pass_through_rule)
+        return self.record("cast", out, (x,), lambda s: pointwise.pass_through_rule)
 
     def copy(self, x: View) -> View:
         out = self.inner.copy(plain(x))
-        return self.record("copy", out, (x,), lambda: pointwise.pass_through_rule)
+        return self.record("copy", out, (x,), lambda s: pointwise.pass_through_rule)
 
     # ---- creation and random numbers: never tracked, but dropout ----
 
@@ -146,17 +147,18 @@ class Autodiff(BackendOps, WrapperBackend):
         # the same draws as the inner dropout of x: its mask is dropout of ones, and the
         # backward pass needs that mask
         ones = self.inner.full(x.shape, 1, x.dtype)
-        scale = self.tensor(self.inner.random_dropout(ones, p, stream))
-        out = self.inner.binary("mul", plain(x), scale.prim, x.dtype, x.dtype)
-        return self.record("dropout", out, (x,), lambda: _scaled_by(scale))
+        scale = self.inner.random_dropout(ones, p, stream)
+        out = self.inner.binary("mul", plain(x), scale, x.dtype, x.dtype)
+        return self.record("dropout", out, (x,), lambda s: _scaled_by(s(scale)))
 
     # ---- reductions ----
 
     def reduce(self, op: str, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
                ) -> View:
         out = self.inner.reduce(op, plain(x), axes, compute, out_dtype)
-        return self.record(op, out, (x,), lambda: reductions.reduce_rule(
-            op, self.tensor(x), axes, self.tensor(out)))
+        return self.record(op, out, (x,), lambda s: reductions.reduce_rule(
+            op, s(x), axes, s.output() if op in ("max", "min") else None),
+            keeps_output=op in ("max", "min"))
 
     def argreduce(self, op: str, x: View, axes: Sequence[int], out_dtype: DType) -> View:
         return self.inner.argreduce(op, plain(x), axes, out_dtype)
@@ -164,40 +166,40 @@ class Autodiff(BackendOps, WrapperBackend):
     def variance(self, x: View, axes: Sequence[int], correction: float, sqrt: bool,
                  compute: DType, out_dtype: DType) -> View:
         out = self.inner.variance(plain(x), axes, correction, sqrt, compute, out_dtype)
-        return self.record("std" if sqrt else "var", out, (x,), lambda: reductions.variance_rule(
-            self.tensor(x), axes, correction, sqrt, self.tensor(out)))
+        return self.record("std" if sqrt else "var", out, (x,), lambda s: (
+            reductions.variance_rule(s(x), axes, correction, sqrt, s.output() if sqrt else None)),
+            keeps_output=sqrt)
 
     def logsumexp(self, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
                   ) -> View:
         out = self.inner.logsumexp(plain(x), axes, compute, out_dtype)
-        return self.record("logsumexp", out, (x,), lambda: reductions.logsumexp_rule(
-            self.tensor(x), axes, self.tensor(out)))
+        return self.record("logsumexp", out, (x,), lambda s: reductions.logsumexp_rule(
+            s(x), axes, s.output()), keeps_output=True)
 
     def scan(self, op: str, x: View, axis: int, compute: DType, out_dtype: DType) -> View:
         out = self.inner.scan(op, plain(x), axis, compute, out_dtype)
-        return self.record(op, out, (x,), lambda: reductions.scan_rule(
-            op, self.tensor(x), axis, self.tensor(out)))
+        return self.record(op, out, (x,), lambda s: reductions.scan_rule(
+            op, s(x), axis, s.output() if op == "cumprod" else None),
+            keeps_output=op == "cumprod")
 
     def softmax(self, x: View, axis: int, log: bool, compute: DType, out_dtype: DType) -> View:
         out = self.inner.softmax(plain(x), axis, log, compute, out_dtype)
         return self.record("log_softmax" if log else "softmax", out, (x,),
-                           lambda: reductions.softmax_rule(axis, log, self.tensor(out)))
+                           lambda s: reductions.softmax_rule(axis, log, s.output()),
+                           keeps_output=True)
 
     def layer_norm(self, x: View, k: int, weight: View | None, bias: View | None, eps: float,
                    compute: DType, out_dtype: DType) -> View:
         out = self.inner.layer_norm(plain(x), k, _plain(weight), _plain(bias), eps, compute,
                                     out_dtype)
-        return self.record("layer_norm", out, (x, weight, bias), lambda: (
-            reductions.layer_norm_rule(self.tensor(x), k, self._optional(weight), eps, compute)))
+        return self.record("layer_norm", out, (x, weight, bias), lambda s: (
+            reductions.layer_norm_rule(s(x), k, _optional(s, weight), eps, compute)))
 
     def rms_norm(self, x: View, k: int, weight: View | None, eps: float, compute: DType,
                  out_dtype: DType) -> View:
         out = self.inner.rms_norm(plain(x), k, _plain(weight), eps, compute, out_dtype)
-        return self.record("rms_norm", out, (x, weight), lambda: reductions.rms_norm_rule(
-            self.tensor(x), k, self._optional(weight), eps, compute))
-
-    def _optional(self, view: View | None) -> Tensor | None:
-        return None if view is None else self.tensor(view)
+        return self.record("rms_norm", out, (x, weight), lambda s: reductions.rms_norm_rule(
+            s(x), k, _optional(s, weight), eps, compute))
 
     # ---- indexing, joining, sorting ----
 
@@ -206,21 +208,21 @@ class Autodiff(BackendOps, WrapperBackend):
 
     def gather(self, x: View, axis: int, index: View) -> View:
         out = self.inner.gather(plain(x), axis, plain(index))
-        return self.record("gather", out, (x, None), lambda: indexing.gather_rule(
-            self.inner, self.tensor(x), axis, self.tensor(index)))
+        return self.record("gather", out, (x, None), lambda s: indexing.gather_rule(
+            s(x), axis, s(index)))
 
     def assign(self, target: View, source: View) -> None:
         self.inner.assign(plain(target), plain(source))  # untracked, as the buffers it serves
 
     def take(self, x: View, axis: int, index: View) -> View:
         out = self.inner.take(plain(x), axis, plain(index))
-        return self.record("take", out, (x, None), lambda: indexing.take_rule(
-            self.inner, self.tensor(x), axis, self.tensor(index)))
+        return self.record("take", out, (x, None), lambda s: indexing.take_rule(
+            s(x), axis, s(index)))
 
     def scatter_add(self, x: View, axis: int, index: View, src: View) -> View:
         out = self.inner.scatter_add(plain(x), axis, plain(index), plain(src))
-        return self.record("scatter_add", out, (x, None, src), lambda: (
-            indexing.scatter_add_rule(self.inner, axis, self.tensor(index), src.shape)))
+        return self.record("scatter_add", out, (x, None, src), lambda s: (
+            indexing.scatter_add_rule(axis, s(index), src.shape)))
 
     def one_hot(self, index: View, num_classes: int, dtype: DType) -> View:
         return self.inner.one_hot(plain(index), num_classes, dtype)
@@ -228,63 +230,62 @@ class Autodiff(BackendOps, WrapperBackend):
     def triangle(self, x: View, diagonal: int, upper: bool) -> View:
         out = self.inner.triangle(plain(x), diagonal, upper)
         return self.record("triu" if upper else "tril", out, (x,),
-                           lambda: indexing.triangle_rule(diagonal, upper))
+                           lambda s: indexing.triangle_rule(diagonal, upper))
 
     def cat(self, xs: Sequence[View], axis: int, dtype: DType) -> View:
         out = self.inner.cat([plain(v) for v in xs], axis, dtype)
-        return self.record("cat", out, tuple(xs), lambda: indexing.cat_rule(
+        return self.record("cat", out, tuple(xs), lambda s: indexing.cat_rule(
             [v.shape[axis] for v in xs], axis))
 
     def pad(self, x: View, pads: Sequence[tuple[int, int]], value: Any) -> View:
         out = self.inner.pad(plain(x), pads, value)
-        return self.record("pad", out, (x,), lambda: indexing.pad_rule(x.shape, pads))
+        return self.record("pad", out, (x,), lambda s: indexing.pad_rule(x.shape, pads))
 
     def sort(self, x: View, axis: int, k: int, descending: bool, index_dtype: DType
              ) -> tuple[View, View]:
         values, indices = self.inner.sort(plain(x), axis, k, descending, index_dtype)
-        values = self.record("sort", values, (x,), lambda: indexing.sort_rule(
-            self.inner, self.tensor(x), axis, self.tensor(indices)))
+        values = self.record("sort", values, (x,), lambda s: indexing.sort_rule(
+            s(x), axis, s(indices)))
         return values, indices
 
     # ---- linear algebra, convolution, pooling ----
 
     def matmul(self, a: View, b: View, out_dtype: DType) -> View:
         out = self.inner.matmul(plain(a), plain(b), out_dtype)
-        return self.record("matmul", out, (a, b), lambda: linalg.matmul_rule(
-            self.tensor(a), self.tensor(b)))
+        return self.record("matmul", out, (a, b), lambda s: linalg.matmul_rule(s(a), s(b)))
 
     def conv2d(self, x: View, weight: View, bias: View | None, stride: Sequence[int],
                padding: Sequence[int], dilation: Sequence[int], groups: int,
                out_size: Sequence[int]) -> View:
         out = self.inner.conv2d(plain(x), plain(weight), _plain(bias), stride, padding,
                                 dilation, groups, out_size)
-        return self.record("conv2d", out, (x, weight, bias), lambda: linalg.conv2d_rule(
-            self.inner, self.tensor(x), self.tensor(weight), stride, padding, dilation, groups))
+        return self.record("conv2d", out, (x, weight, bias), lambda s: linalg.conv2d_rule(
+            s(x), s(weight), stride, padding, dilation, groups))
 
     def pool2d(self, op: str, x: View, kernel: Sequence[int], stride: Sequence[int],
                padding: Sequence[int], dilation: Sequence[int], out_size: Sequence[int]
                ) -> View:
         out = self.inner.pool2d(op, plain(x), kernel, stride, padding, dilation, out_size)
-        return self.record(f"{op}_pool2d", out, (x,), lambda: linalg.pool2d_rule(
-            self.inner, op, self.tensor(x), self.tensor(out), kernel, stride, padding,
-            dilation))
+        return self.record(f"{op}_pool2d", out, (x,), lambda s: linalg.pool2d_rule(
+            op, s(x), s.output() if op == "max" else None, kernel, stride, padding, dilation),
+            keeps_output=op == "max")
 
     def adaptive_avg_pool2d(self, x: View, out_size: Sequence[int]) -> View:
         out = self.inner.adaptive_avg_pool2d(plain(x), out_size)
         return self.record("adaptive_avg_pool2d", out, (x,),
-                           lambda: linalg.adaptive_avg_pool2d_rule(self.inner, self.tensor(x)))
+                           lambda s: linalg.adaptive_avg_pool2d_rule(s, x.shape))
 
     def attention(self, q: View, k: View, v: View, causal: bool, scale: float
                   ) -> tuple[View, View]:
         out, lse = self.inner.attention(plain(q), plain(k), plain(v), causal, scale)
-        tracked = self.record("attention", out, (q, k, v), lambda: attention_rule(
-            self.inner, self.tensor(q), self.tensor(k), self.tensor(v), self.tensor(out),
-            self.tensor(lse), causal, scale))
+        tracked = self.record("attention", out, (q, k, v), lambda s: attention_rule(
+            s, s(q), s(k), s(v), s.output(), s(lse), causal, scale), keeps_output=True)
         return tracked, lse  # lse is a saved value of the rule, not differentiable
 
     def attention_backward(self, q: View, k: View, v: View, out: View, lse: View, d_out: View,
                            causal: bool, scale: float) -> tuple[View, View, View]:
-        # untracked: gradients of gradients are not supported (Autodiff(Autodiff) is refused)
+        # untracked: a graph-building backward composes attention's gradient instead
+        # (burn.autodiff.attention)
         return self.inner.attention_backward(plain(q), plain(k), plain(v), plain(out),
                                              plain(lse), plain(d_out), causal, scale)
 
@@ -307,6 +308,10 @@ class Autodiff(BackendOps, WrapperBackend):
 
 def _plain(view: View | None) -> View | None:
     return None if view is None else plain(view)
+
+
+def _optional(saved: Saved, view: View | None) -> Tensor | None:
+    return None if view is None else saved(view)
 
 
 def _scaled_by(scale: Tensor) -> Rule:

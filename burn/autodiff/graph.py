@@ -8,6 +8,13 @@ have no rule. Nothing is mutated: ``backward`` walks the nodes from the loss and
 ``Gradients`` mapping, so one graph can be differentiated twice and tensors can be shared
 between threads.
 
+A rule is made when ``backward`` reaches its node, from the node's ``make_rule`` and a
+``Saved`` that hands it the op's tensors: on the inner backend (a plain backward, whose
+gradients are untracked), or on the ``Autodiff`` backend itself with their tracking
+(``backward(create_graph=True)``), so that the rule's own ops are recorded and its gradients
+can be differentiated again (gradients of gradients: Hessian-vector products, gradient
+penalties).
+
 A view of a tracked tensor (reshape, permute, slicing, broadcasting) shares its storage, so
 its node points straight at the *origin* of the chain: the op output or leaf whose storage
 it is. That origin's layout never aliases (``injective``), so a storage position names one
@@ -31,29 +38,37 @@ from cubepy.ir.dtypes import DType
 from kernels.layout import View
 
 from ..backend.base import Backend, BurnError
+from ..tensor import Tensor
 
 #: ``rule(grad_of_output, needs) -> one gradient (or None) per input``; ``needs[i]`` says
 #: whether input ``i`` wants one, so a rule can skip work (a matmul's data operand)
 Rule = Callable[[Any, tuple[bool, ...]], Sequence[Any]]
+#: ``make_rule(saved) -> Rule``: a node's rule, made when the backward pass reaches it
+MakeRule = Callable[["Saved"], Rule]
 
 
 class Node:
-    """One recorded op (or a leaf): see the module docstring."""
+    """One recorded op (or a leaf): see the module docstring. ``output`` is the op's result
+    (a plain view) when its rule reads it, else None: the node keeps no more memory alive
+    than the rule needs."""
 
-    __slots__ = ("op", "parents", "rule", "shape", "dtype", "inner", "__weakref__")
+    __slots__ = ("op", "parents", "make_rule", "shape", "dtype", "inner", "output",
+                 "__weakref__")
 
-    def __init__(self, op: str, parents: tuple[Node | None, ...], rule: Rule | None,
-                 shape: tuple[int, ...], dtype: DType, inner: Backend):
+    def __init__(self, op: str, parents: tuple[Node | None, ...], make_rule: MakeRule | None,
+                 shape: tuple[int, ...], dtype: DType, inner: Backend,
+                 output: View | None = None):
         self.op = op
         self.parents = parents
-        self.rule = rule
+        self.make_rule = make_rule
         self.shape = shape
         self.dtype = dtype
         self.inner = inner
+        self.output = output
 
     @property
     def is_leaf(self) -> bool:
-        return self.rule is None
+        return self.make_rule is None
 
     def __repr__(self) -> str:
         return f"Node({self.op}, shape={self.shape}, dtype={self.dtype.name})"
@@ -74,7 +89,8 @@ class TrackedView(View):
         from .relayout import relayout_rule  # relayout builds on this module
 
         origin = self.origin or self
-        node = Node("view", (origin.node,), relayout_rule(origin.node.inner, plain(origin), child),
+        base = plain(origin)
+        node = Node("view", (origin.node,), lambda saved: relayout_rule(saved, base, child),
                     child.shape, child.dtype, origin.node.inner)
         return TrackedView(child.storage, child.offset, child.shape, child.strides, child.dtype,
                            node, origin)
@@ -103,9 +119,47 @@ def injective(view: View) -> bool:
     return True
 
 
-def backward(root: Node, seed: Any) -> dict[Node, Any]:
-    """The gradient of every leaf that ``root`` depends on, given ``seed`` (a tensor of the
-    inner backend with ``root``'s shape) as the gradient of ``root``."""
+class Saved:
+    """What a node's rule computes with, made by ``backward`` when it reaches the node.
+
+    ``saved(view)`` is one of the op's inputs (or another view the rule keeps) as a tensor,
+    ``saved.output()`` the op's result, ``saved.backend`` the backend of both: the inner
+    backend, or the ``Autodiff`` backend when the pass builds a graph of its own
+    (``create_graph``), whose tensors keep their tracking so that the rule's ops are
+    recorded. ``saved.inner`` is always the inner backend (for caches of host-built tables).
+    """
+
+    __slots__ = ("node", "backend", "create_graph")
+
+    def __init__(self, node: Node, backend: Backend, create_graph: bool):
+        self.node = node
+        self.backend = backend
+        self.create_graph = create_graph
+
+    @property
+    def inner(self) -> Backend:
+        return self.node.inner
+
+    def __call__(self, view: View) -> Tensor:
+        return Tensor(view if self.create_graph else plain(view), self.backend)
+
+    def output(self) -> Tensor:
+        out = self.node.output
+        if out is None:
+            raise RuntimeError(f"autodiff: the rule of {self.node.op} reads its output, but "
+                               "its node kept none (record(..., keeps_output=True))")
+        if self.create_graph:
+            out = TrackedView(out.storage, out.offset, out.shape, out.strides, out.dtype,
+                              self.node)
+        return Tensor(out, self.backend)
+
+
+def backward(root: Node, seed: Tensor, backend: Backend | None = None) -> dict[Node, Any]:
+    """The gradient of every leaf that ``root`` depends on, given ``seed`` (a tensor with
+    ``root``'s shape) as the gradient of ``root``. Without ``backend`` the rules compute on
+    the inner backend and record nothing; with the ``Autodiff`` backend (``seed`` on it) they
+    compute on it, so the gradients are tracked and can be differentiated again."""
+    create_graph = backend is not None
     grads: dict[Node, Any] = {root: seed}
     leaves: dict[Node, Any] = {}
     for node in _reverse_topological(root):
@@ -116,7 +170,8 @@ def backward(root: Node, seed: Any) -> dict[Node, Any]:
             leaves[node] = grad
             continue
         needs = tuple(p is not None for p in node.parents)
-        results = node.rule(grad, needs)
+        saved = Saved(node, backend if create_graph else node.inner, create_graph)
+        results = node.make_rule(saved)(grad, needs)
         if len(results) != len(node.parents):
             raise RuntimeError(f"autodiff: the rule of {node.op} gave {len(results)} gradients "
                                f"for {len(node.parents)} inputs")
@@ -157,7 +212,9 @@ def _reverse_topological(root: Node) -> list[Node]:
 
 class Gradients:
     """The gradients of one ``backward``: ``grads[x]`` or ``x.grad(grads)`` for a leaf ``x``
-    (a tensor of the inner backend, or ``None`` when the loss does not depend on ``x``).
+    (a tensor of the inner backend, or ``None`` when the loss does not depend on ``x``; after
+    ``backward(create_graph=True)`` a tensor of the ``Autodiff`` backend, tracked, that can be
+    differentiated again).
 
     Example:
         >>> grads = loss.backward()  # doctest: +SKIP

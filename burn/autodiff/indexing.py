@@ -17,46 +17,46 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..backend.base import Backend
 from ..tensor import Tensor
 from .functions import bt
 from .graph import Rule
 
 
-def _scatter_into_zeros(inner: Backend, like: Tensor, axis: int, index: Tensor,
-                        src: Tensor) -> Tensor:
+def _scatter_into_zeros(like: Tensor, axis: int, index: Tensor, src: Tensor) -> Tensor:
+    """``src`` added into zeros shaped as ``like`` at ``index`` (on ``src``'s backend, so a
+    graph-building pass records the scatter)."""
     zeros = bt.zeros_like(like)
     if index.numel() == 0:
         return zeros
-    return Tensor(inner.scatter_add(zeros.prim, axis, index.prim, src.prim), inner)
+    backend = src.backend
+    return Tensor(backend.scatter_add(zeros.prim, axis, index.prim, src.prim), backend)
 
 
-def gather_rule(inner: Backend, x: Tensor, axis: int, index: Tensor) -> Rule:
+def gather_rule(x: Tensor, axis: int, index: Tensor) -> Rule:
     """The rule of ``gather(x, axis, index)``."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor, None]:
-        return _scatter_into_zeros(inner, x, axis, index, grad), None
+        return _scatter_into_zeros(x, axis, index, grad), None
 
     return rule
 
 
-def take_rule(inner: Backend, x: Tensor, axis: int, index: Tensor) -> Rule:
+def take_rule(x: Tensor, axis: int, index: Tensor) -> Rule:
     """The rule of ``take(x, axis, index)`` (an index of any shape)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor, None]:
         n = index.numel()
         rows = grad.reshape((*x.shape[:axis], n, *x.shape[axis + 1:]))
         spread = index.reshape(tuple(n if a == axis else 1 for a in range(x.ndim)))
-        return _scatter_into_zeros(inner, x, axis, spread.expand(*rows.shape), rows), None
+        return _scatter_into_zeros(x, axis, spread.expand(*rows.shape), rows), None
 
     return rule
 
 
-def scatter_add_rule(inner: Backend, axis: int, index: Tensor, src_shape: Sequence[int]
-                     ) -> Rule:
+def scatter_add_rule(axis: int, index: Tensor, src_shape: Sequence[int]) -> Rule:
     """The rule of ``scatter_add(x, axis, index, src)`` (inputs ``x``, index, ``src``)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, None, Any]:
         gsrc = None
         if needs[2]:
-            gsrc = Tensor(inner.gather(grad.prim, axis, index.prim), inner)
+            gsrc = Tensor(grad.backend.gather(grad.prim, axis, index.prim), grad.backend)
             if gsrc.shape != tuple(src_shape):  # src elements past the index add nothing
                 pads = [p for n, m in zip(reversed(src_shape), reversed(gsrc.shape))
                         for p in (0, n - m)]
@@ -96,9 +96,9 @@ def pad_rule(shape: Sequence[int], pads: Sequence[tuple[int, int]]) -> Rule:
     return rule
 
 
-def sort_rule(inner: Backend, x: Tensor, axis: int, indices: Tensor) -> Rule:
+def sort_rule(x: Tensor, axis: int, indices: Tensor) -> Rule:
     """The rule of a sort's (or top-k's) values: back to each value's place."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
-        return (_scatter_into_zeros(inner, x, axis, indices, grad),)
+        return (_scatter_into_zeros(x, axis, indices, grad),)
 
     return rule

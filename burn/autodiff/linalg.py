@@ -30,7 +30,7 @@ from ..backend.base import Backend
 from ..tensor import Tensor
 from ..tensor.conv_transpose import spread_by_stride, transposed_convolution
 from .functions import bt
-from .graph import Rule
+from .graph import Rule, Saved
 
 
 def _mT(t: Tensor) -> Tensor:  # noqa: N802 - torch's name for the matrix transpose
@@ -45,13 +45,13 @@ def matmul_rule(a: Tensor, b: Tensor) -> Rule:
     return rule
 
 
-def conv2d_rule(inner: Backend, x: Tensor, weight: Tensor, stride: Sequence[int],
-                padding: Sequence[int], dilation: Sequence[int], groups: int) -> Rule:
+def conv2d_rule(x: Tensor, weight: Tensor, stride: Sequence[int], padding: Sequence[int],
+                dilation: Sequence[int], groups: int) -> Rule:
     """The rule of ``conv2d(x, weight, bias)`` (inputs ``x``, weight, bias)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, Any, Any]:
         gx = transposed_convolution(grad, weight, None, stride, padding, dilation, groups,
                                     x.shape[2:]) if needs[0] else None
-        gw = _weight_grad(inner, grad, x, weight.shape, stride, padding, dilation, groups) \
+        gw = _weight_grad(grad, x, weight.shape, stride, padding, dilation, groups) \
             if needs[1] else None
         gb = grad.sum(axis=(0, 2, 3)) if needs[2] else None
         return gx, gw, gb
@@ -83,9 +83,8 @@ def _unfolded(x: Tensor, kernel: Sequence[int], stride: Sequence[int],
     return bt.cat(taps, axis=4)
 
 
-def _weight_grad(inner: Backend, grad: Tensor, x: Tensor, shape: Sequence[int],
-                 stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
-                 groups: int) -> Tensor:
+def _weight_grad(grad: Tensor, x: Tensor, shape: Sequence[int], stride: Sequence[int],
+                 padding: Sequence[int], dilation: Sequence[int], groups: int) -> Tensor:
     """``grad_w[o, c, a, b] = sum over n, oh, ow of grad[n, o, oh, ow] * window[...]``: one
     (batched over groups) matrix product of the output gradient and the unfolded input."""
     n = x.shape[0]
@@ -105,14 +104,15 @@ def _weight_grad(inner: Backend, grad: Tensor, x: Tensor, shape: Sequence[int],
     return total.reshape((out_ch, per_group, kh, kw))
 
 
-def pool2d_rule(inner: Backend, op: str, x: Tensor, out: Tensor, kernel: Sequence[int],
+def pool2d_rule(op: str, x: Tensor, out: Tensor | None, kernel: Sequence[int],
                 stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int]) -> Rule:
-    """The rule of ``max`` or ``avg`` pooling of ``x`` (N, C, H, W)."""
+    """The rule of ``max`` or ``avg`` pooling of ``x`` (N, C, H, W); ``out`` is the max
+    pooling's result (None for ``avg``)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
         if op == "avg":
             c = x.shape[1]
             weight = bt.full((c, 1, *kernel), 1.0 / (kernel[0] * kernel[1]), dtype=grad.dtype,
-                             backend=inner)
+                             backend=grad.backend)
             return (transposed_convolution(grad, weight, None, stride, padding, dilation, c,
                                            x.shape[2:]),)
         return (_max_pool_grad(grad, x, out, kernel, stride, padding, dilation),)
@@ -176,12 +176,14 @@ def _window_tensor(inner: Backend, size: int, out: int, like: Tensor) -> Tensor:
     return matrix
 
 
-def adaptive_avg_pool2d_rule(inner: Backend, x: Tensor) -> Rule:
-    """The rule of adaptive average pooling: ``out = A_h @ x @ A_w^T`` per image."""
+def adaptive_avg_pool2d_rule(saved: Saved, shape: Sequence[int]) -> Rule:
+    """The rule of adaptive average pooling of an input of ``shape``: ``out = A_h @ x @
+    A_w^T`` per image."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
-        h, w = x.shape[2:]
+        h, w = shape[2:]
         oh, ow = grad.shape[2:]
-        rows, cols = _window_tensor(inner, h, oh, grad), _window_tensor(inner, w, ow, grad)
+        rows, cols = (Tensor(_window_tensor(saved.inner, size, out, grad).prim, saved.backend)
+                      for size, out in ((h, oh), (w, ow)))
         return (_mT(rows) @ grad @ cols,)
 
     return rule

@@ -1,8 +1,11 @@
 """Backward rules of the elementwise ops: unary and binary math, ``where``, ``clamp``, casts.
 
-Each ``*_rule`` takes the op's inputs and output as tensors of the inner backend and returns
-a ``graph.Rule``. Derivatives are written with burn's own tensor ops, so they run as kernels
-on the inner backend. Where a function has a kink the one-sided choice is torch's: ``relu``
+Each ``*_rule`` takes the op's inputs and output as tensors (of the inner backend, or of the
+``Autodiff`` backend when the backward pass builds a graph) and returns a ``graph.Rule``.
+Derivatives are written with burn's own tensor ops, so they run as kernels on the inner
+backend; the activations whose ``g * f'`` is one kernel op (``_FUSED``) are composed of
+differentiable ops instead when the pass builds a graph, since that kernel op has no rule of
+its own. Where a function has a kink the one-sided choice is torch's: ``relu``
 and ``abs`` give 0 at 0, ``maximum``/``minimum`` split a tie in halves, rounding gives 0.
 
 Example:
@@ -57,6 +60,17 @@ _FLAT = frozenset(("floor", "ceil", "round", "trunc", "sign"))
 #: activations whose ``g * f'`` is one kernel op (``kernels.elementwise.DERIVATIVE_BINARY``),
 #: and whether it reads the output (else the input)
 _FUSED = {"gelu": False, "silu": False, "relu": False, "tanh": True, "sigmoid": True}
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+#: the same derivatives in differentiable ops, for a backward pass that builds a graph
+_COMPOSED: dict[str, Callable[[Tensor, Tensor], Any]] = {
+    "gelu": lambda x, y: (bt.erf(x * math.sqrt(0.5)) + 1.0) * 0.5
+    + x * bt.exp(x * x * -0.5) * _INV_SQRT_2PI,
+    "silu": lambda x, y: bt.sigmoid(x) * (x * (1.0 - bt.sigmoid(x)) + 1.0),
+    "tanh": lambda x, y: 1.0 - y * y,
+    "sigmoid": lambda x, y: y * (1.0 - y),
+}
+#: the binary ops whose rule reads their output
+READS_OUTPUT = frozenset(("div", "pow"))
 
 
 def differentiable_unary(op: str) -> bool:
@@ -64,11 +78,16 @@ def differentiable_unary(op: str) -> bool:
     return op in _UNARY or op in _FUSED or op in _FLAT
 
 
-def unary_rule(op: str, x: Tensor, y: Tensor) -> Rule:
-    """The rule of ``y = op(x)``."""
+def unary_rule(op: str, x: Tensor, y: Tensor, composed: bool = False) -> Rule:
+    """The rule of ``y = op(x)``; ``composed``: no fused derivative ops (a graph-building
+    pass)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
         if op in _FLAT:
             return (bt.zeros_like(x),)
+        if op == "relu" and composed:
+            return (bt.where(x > 0, grad, 0.0),)
+        if op in _COMPOSED and composed:
+            return (grad * _COMPOSED[op](x, y),)
         if op in _FUSED:
             # the kernel op takes g and v in one dtype; graph.backward only hands a rule its
             # output's dtype (the seed is cast to the root's, _fitted casts each gradient)

@@ -133,7 +133,9 @@ def _cumprod_grad(grad: Tensor, x: Tensor, axis: int, out: Tensor) -> Tensor:
     first = bt.where(zero.any(axis=axis, keepdim=True), first, n)
     position = bt.arange(n, dtype=dt.int32, backend=x.backend).reshape(
         tuple(n if a == axis else 1 for a in range(x.ndim)))
-    before = _reverse_cumsum(grad * out, axis) / x
+    # divided by 1 from the first zero on, where the quotient is not used: a 0 / 0 there
+    # would make the second-order gradient NaN (where's gradient to its other side is a 0)
+    before = _reverse_cumsum(grad * out, axis) / bt.where(position < first, x, 1.0)
     skipped = bt.cumprod(bt.where(position == first, 1.0, x), axis)
     at_zero = _reverse_cumsum(grad * skipped, axis)
     return bt.where(position < first, before, bt.where(position == first, at_zero, 0.0))

@@ -12,6 +12,11 @@ back), and broadcast axes, summed away first. Everything else is one gather with
 computed on the host, uploaded once per layout and kept: each origin element reads the child
 element at its position, or a zero where no child element lies (a slice).
 
+A backward pass that builds a graph records that whole step as one node, whose rule is its
+adjoint: the origin-shaped gradient read at the child's positions, which is the child's own
+view of it (a gather where the origin's layout is not row-major). The adjoint's rule is the
+step back again, so views stay two gathers at most at any order, with no scatter.
+
 Example:
     >>> ad = burn.Autodiff(burn.Cpu())
     >>> x = burn.tensor([[1.0, 2.0], [3.0, 4.0]], backend=ad).require_grad()
@@ -31,16 +36,45 @@ from kernels.layout import View, contiguous_strides
 from ..backend.base import Backend
 from ..tensor import Tensor
 from .functions import bt
-from .graph import Rule, injective
+from .graph import Rule, Saved, injective, plain
 
 
-def relayout_rule(inner: Backend, origin: View, child: View) -> Rule:
+def relayout_rule(saved: Saved, origin: View, child: View) -> Rule:
     """The rule sending a gradient of ``child``'s shape back to ``origin``'s shape."""
 
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
-        return (_to_origin(inner, origin, child, grad),)
+        if not saved.create_graph:
+            return (_to_origin(saved.inner, origin, child, grad),)
+        value = _to_origin(saved.inner, origin, child, Tensor(plain(grad.prim), saved.inner))
+        out = saved.backend.record("view_grad", value.prim, (grad.prim,),
+                                   lambda s: _adjoint_rule(s, origin, child))
+        return (Tensor(out, saved.backend),)
 
     return rule
+
+
+def _adjoint_rule(saved: Saved, origin: View, child: View) -> Rule:
+    """The rule of ``_to_origin``: a gradient of ``origin``'s shape read at ``child``'s
+    positions. On a tracked gradient that read is a view (or a take) of it, recorded with
+    ``relayout_rule`` (or take's rule) in its turn."""
+
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
+        if _row_major(origin):
+            dense = grad.contiguous()
+            view = dense.prim.with_layout(dense.prim.offset + child.offset - origin.offset,
+                                          child.shape, child.strides)
+            return (Tensor(view, dense.backend),)
+        index = _cached_index(saved.inner, origin, child, _origin_index)
+        flat = grad.reshape(-1)
+        return (Tensor(saved.backend.take(flat.prim, 0, index.prim), saved.backend).reshape(
+            child.shape),)
+
+    return rule
+
+
+def _row_major(view: View) -> bool:
+    strides = contiguous_strides(view.shape)
+    return all(n == 1 or s == t for n, s, t in zip(view.shape, view.strides, strides))
 
 
 def _to_origin(inner: Backend, origin: View, child: View, grad: Tensor) -> Tensor:
@@ -138,10 +172,8 @@ def _positions(view: View) -> np.ndarray:
 
 def _origin_index(origin: View, child: View) -> np.ndarray:
     """For each child element, the row-major index of the origin element at its position."""
-    if origin.is_contiguous:
-        strides = contiguous_strides(origin.shape)
-        if all(n == 1 or s == t for n, s, t in zip(origin.shape, origin.strides, strides)):
-            return _positions(child) - origin.offset
+    if _row_major(origin):
+        return _positions(child) - origin.offset
     origin_positions = _positions(origin)
     order = np.argsort(origin_positions, kind="stable")
     found = np.searchsorted(origin_positions[order], _positions(child))

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..backend.base import BurnError
 from ..tensor.tensor import Tensor, tensor_method
 from .backend import Autodiff
@@ -43,38 +45,59 @@ def require_grad(x: Tensor) -> Tensor:
 
 
 @tensor_method
-def backward(x: Tensor, grad: Tensor | None = None) -> Gradients:
+def backward(x: Tensor, grad: Tensor | None = None, create_graph: bool = False) -> Gradients:
     """The gradients of ``x`` with respect to every leaf it depends on. ``x`` must have one
     element unless ``grad`` (its shape, on the inner backend or this one) weights it.
 
+    With ``create_graph=True`` the backward pass is itself recorded: the gradients are
+    tensors of this ``Autodiff`` backend, tracked, and a loss made from them can be
+    differentiated again (Hessian-vector products, gradient penalties, meta-learning).
+
     Example:
-        >>> grads = loss.backward()  # doctest: +SKIP
-        >>> grads[w]  # doctest: +SKIP
+        >>> ad = burn.Autodiff(burn.NumPy())
+        >>> x = burn.tensor([1.0, 2.0], backend=ad).require_grad()
+        >>> slope = (x * x * x).sum().backward(create_graph=True)[x]  # 3 x^2, tracked
+        >>> slope.sum().backward()[x].tolist()                          # 6 x
+        [6.0, 12.0]
     """
     backend = _autodiff_backend(x, "backward")
     node = node_of(x.prim)
     if node is None:
         raise BurnError(f"backward: the tensor (shape {x.shape}) depends on no tensor that "
-                        "requires a gradient; mark the parameters with .require_grad()")
+                        "requires a gradient; mark the parameters with .require_grad() (a "
+                        "gradient that is constant in the leaves, as that of a linear loss, "
+                        "has no gradient of its own)")
+    if not isinstance(create_graph, (bool, np.bool_)):
+        raise BurnError(f"backward: create_graph must be True or False, got {create_graph!r}")
+    on = backend if create_graph else backend.inner
     if grad is None:
         if x.numel() != 1:
             raise BurnError(f"backward: the tensor has shape {x.shape}; reduce it to one "
                             "element (e.g. .sum() or .mean()) or pass grad= of that shape")
-        seed = Tensor(backend.inner.full(x.shape, 1, x.dtype), backend.inner)
+        seed = Tensor(backend.inner.full(x.shape, 1, x.dtype), on)
     else:
         if not isinstance(grad, Tensor) or grad.shape != x.shape:
             raise BurnError(f"backward: grad must be a tensor of shape {x.shape}, got "
                             f"{getattr(grad, 'shape', type(grad).__name__)}")
-        seed = Tensor(plain(grad.prim), backend.inner) if grad.backend in (
-            backend, backend.inner) else grad.to(backend.inner)
-        seed = seed.to(x.dtype)
-    return Gradients(run_backward(node, seed))
+        seed = _seed(grad, backend, create_graph).to(x.dtype)
+    return Gradients(run_backward(node, seed, backend if create_graph else None))
+
+
+def _seed(grad: Tensor, backend: Autodiff, create_graph: bool) -> Tensor:
+    """``grad`` on the backend the rules compute on: the inner one, or this ``Autodiff``
+    backend (keeping ``grad``'s own tracking) when the pass builds a graph."""
+    if grad.backend not in (backend, backend.inner):
+        grad = grad.to(backend.inner)
+    if create_graph:
+        return Tensor(grad.prim, backend)
+    return Tensor(plain(grad.prim), backend.inner)
 
 
 @tensor_method
 def grad(x: Tensor, grads: Gradients) -> Any:
-    """The gradient of the leaf ``x`` in ``grads`` (a tensor of the inner backend), or None
-    when the loss does not depend on ``x``."""
+    """The gradient of the leaf ``x`` in ``grads`` (a tensor of the inner backend; of the
+    ``Autodiff`` backend after ``backward(create_graph=True)``), or None when the loss does
+    not depend on ``x``."""
     if not isinstance(grads, Gradients):
         raise BurnError(f"grad: expected the Gradients that backward() returned, got "
                         f"{type(grads).__name__}")

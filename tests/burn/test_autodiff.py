@@ -63,14 +63,20 @@ BINARY = {
 }
 
 
-@pytest.mark.parametrize("op", sorted(BINARY))
-def test_binary_broadcast(op, backend, rng):
-    """(3, 1) against (1, 4): the broadcast operands' gradients are summed back."""
+def broadcast_operands(op: str, rng: np.random.Generator) -> list[np.ndarray]:
+    """``op``'s operands, (3, 1) and (1, 4), away from its kinks and ties."""
     make_x, make_y = BINARY[op]
     x, y = make_x(3, 1)(rng), make_y(1, 4)(rng)
     if op in ("maximum", "minimum"):
         y = y + 0.025  # between the x values: no ties
-    check_gradients(lambda a, b: getattr(burn, op)(a, b), [x, y], backend, "float32", rng)
+    return [x, y]
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_binary_broadcast(op, backend, rng):
+    """(3, 1) against (1, 4): the broadcast operands' gradients are summed back."""
+    check_gradients(lambda a, b: getattr(burn, op)(a, b), broadcast_operands(op, rng), backend,
+                    "float32", rng)
 
 
 def test_remainder_and_scalars(backend, rng):
@@ -164,18 +170,20 @@ def test_norms(backend, rng):
     check_gradients(batch_norm, [images, scale, shift], backend, "float32", rng)
 
 
+def gathered_and_scattered(x, src):
+    """Reads of ``x`` (2, 4) by index (gather, index_select, embedding) and ``src`` (2, 5)
+    added into it by index, side by side (linear in both)."""
+    ad = x.backend
+    idx = burn.from_numpy(np.array([[2, 0, 2], [1, 1, 0]]), backend=ad)
+    picked = x.gather(1, idx) + x.index_select(1, burn.tensor([3, 3, 0], backend=ad))
+    grown = x.scatter_add(1, idx, src)
+    rows = burn.embedding(x.T, idx).reshape(2, 6)  # rows of the (4, 2) transpose
+    return burn.cat([picked, grown, rows], axis=1)
+
+
 def test_gather_take_scatter(backend, rng):
-    index = np.array([[2, 0, 2], [1, 1, 0]])
-
-    def fn(x, src):
-        ad = x.backend
-        idx = burn.from_numpy(index, backend=ad)
-        picked = x.gather(1, idx) + x.index_select(1, burn.tensor([3, 3, 0], backend=ad))
-        grown = x.scatter_add(1, idx, src)
-        rows = burn.embedding(x.T, idx).reshape(2, 6)  # rows of the (4, 2) transpose
-        return burn.cat([picked, grown, rows], axis=1)
-
-    check_gradients(fn, [normal(2, 4)(rng), normal(2, 5)(rng)], backend, "float32", rng)
+    check_gradients(gathered_and_scattered, [normal(2, 4)(rng), normal(2, 5)(rng)], backend,
+                    "float32", rng)
 
 
 def test_pad_triangles_sort_topk(backend, rng):

@@ -104,7 +104,8 @@ def test_user_errors(backend):
         grads[burn.ones(3, backend=ad)]
     with pytest.raises(burn.BurnError, match="expected the Gradients that backward"):
         x.grad({})
-    with pytest.raises(burn.BurnError, match="gradients of gradients are not supported yet"):
+    with pytest.raises(burn.BurnError, match=r"wrap the plain backend once; for gradients of "
+                                             r"gradients call loss.backward\(create_graph=True\)"):
         burn.Autodiff(ad)
     with pytest.raises(burn.BurnError, match=r"different backends \(Autodiff\(.*\) and .*\) of "
                                              r"one device.*\.detach\(\) / \.inner\(\)"):
