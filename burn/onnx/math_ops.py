@@ -340,10 +340,9 @@ def _einsum_terms(equation: str, ranks: list[int]) -> tuple[list[str], str]:
     ellipsis = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:max(spread, default=0)]
     for i, (term, rank) in enumerate(zip(terms, ranks)):
         terms[i] = term.replace("...", ellipsis[len(ellipsis) - spread[i]:])
-        if len(terms[i]) != rank or len(set(terms[i])) != len(terms[i]):
+        if len(terms[i]) != rank:
             raise BurnError(f"Einsum: operand {i} of {equation!r} is {term!r} for a tensor of "
-                            f"rank {rank} (a repeated letter, a diagonal, is not supported "
-                            f"yet)")
+                            f"rank {rank}; write one letter per axis")
     if not arrow:  # implicit: the letters seen once, in alphabetical order
         counts = Counter("".join(terms))
         output = "..." + "".join(sorted(c for c in counts if counts[c] == 1 and c.islower()))
@@ -379,9 +378,28 @@ def _contract(a: Tensor, ta: str, b: Tensor, tb: str, keep: set[str]) -> tuple[T
     return ops.reshape(product, *[sizes[c] for c in term]), term
 
 
+def _diagonals(x: Tensor, term: str, equation: str, position: int) -> tuple[Tensor, str]:
+    """``x`` with each letter ``term`` repeats taken along its diagonal (``ii->i``): a view
+    whose diagonal axis comes last, as ``diagonal`` puts it."""
+    for letter in dict.fromkeys(term):
+        while term.count(letter) > 1:
+            first = term.index(letter)
+            second = term.index(letter, first + 1)
+            if x.shape[first] != x.shape[second]:
+                raise BurnError(f"Einsum: operand {position} of {equation!r} repeats "
+                                f"{letter!r} over axes of sizes {x.shape[first]} and "
+                                f"{x.shape[second]}; a diagonal needs equal sizes")
+            x = ops.diagonal(x, 0, first, second)
+            term = term[:first] + term[first + 1:second] + term[second + 1:] + letter
+    return x, term
+
+
 @operator("Einsum")
 def einsum(attrs: Attributes, *operands: Tensor) -> Tensor:
-    terms, output = _einsum_terms(attrs.str("equation"), [t.ndim for t in operands])
+    equation = attrs.str("equation")
+    terms, output = _einsum_terms(equation, [t.ndim for t in operands])
+    operands, terms = zip(*(_diagonals(x, term, equation, i)
+                            for i, (x, term) in enumerate(zip(operands, terms))))
     result, term = operands[0], terms[0]
     for position in range(1, len(operands)):
         later = set(output).union(*terms[position + 1:])

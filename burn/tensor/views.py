@@ -23,8 +23,8 @@ from ..backend import bounds
 from ..backend.base import BurnError
 from .tensor import Tensor, int_arg, normalize_axes, normalize_axis, tensor_method
 
-__all__ = ["broadcast_shapes", "chunk", "contiguous", "expand", "flatten", "flip", "narrow",
-           "permute", "reshape", "split", "squeeze", "transpose", "unsqueeze"]
+__all__ = ["broadcast_shapes", "chunk", "contiguous", "diagonal", "expand", "flatten", "flip",
+           "narrow", "permute", "reshape", "split", "squeeze", "transpose", "unsqueeze"]
 
 
 def _shape_arg(shape: tuple[Any, ...], op: str) -> tuple[int, ...]:
@@ -159,6 +159,32 @@ def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     axes = list(range(x.ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return permute(x, *axes)
+
+
+@tensor_method
+def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The ``offset``-th diagonal of the axes ``dim1`` and ``dim2`` (above the main one when
+    positive, below when negative), as torch's: a view that drops both axes and appends the
+    diagonal as the last axis.
+
+    Example:
+        >>> m = burn.arange(9).reshape(3, 3)
+        >>> m.diagonal().tolist(), m.diagonal(1).tolist(), m.diagonal(-1).tolist()
+        ([0, 4, 8], [1, 5], [3, 7])
+    """
+    offset = int_arg(offset, "diagonal", "offset")
+    a, b = normalize_axis(dim1, x.ndim, "diagonal"), normalize_axis(dim2, x.ndim, "diagonal")
+    if a == b:
+        raise BurnError(f"diagonal: dim1 and dim2 are both axis {a} of shape {x.shape}; name "
+                        "two different axes")
+    rows, cols = x.shape[a], x.shape[b]
+    length = max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
+    start = x.prim.offset
+    if length:  # the first element: offset columns right, or -offset rows down
+        start += offset * x.prim.strides[b] if offset >= 0 else -offset * x.prim.strides[a]
+    keep = [i for i in range(x.ndim) if i not in (a, b)]
+    return _relayout(x, start, [x.shape[i] for i in keep] + [length],
+                     [x.prim.strides[i] for i in keep] + [x.prim.strides[a] + x.prim.strides[b]])
 
 
 Tensor.T = property(lambda x: permute(x, *reversed(range(x.ndim))))  # type: ignore[attr-defined]

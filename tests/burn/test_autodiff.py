@@ -109,6 +109,16 @@ def test_a_chain_of_views(backend, rng, dtype):
     check_gradients(fn, [normal(2, 3, 4)(rng)], backend, dtype, rng)
 
 
+def two_diagonals(x):
+    """Two diagonals of ``x`` (3, 4, 5), one below the main one of swapped axes: views whose
+    gradients go back to the elements they read."""
+    return x.diagonal(0, 1, 2).exp() * x.diagonal(-1, 2, 1).sum(axis=1, keepdim=True)
+
+
+def test_diagonal(backend, rng):
+    check_gradients(two_diagonals, [normal(3, 4, 5)(rng)], backend, "float32", rng)
+
+
 def test_views_of_a_broadcast_view(backend, rng):
     """A slice of an expanded view: both are views of one origin."""
     check_gradients(lambda x: x.expand(3, 4)[1:, ::2].T * x.sum(), [normal(4)(rng)],

@@ -22,6 +22,7 @@ from test_autodiff import (
     gathered_and_scattered,
     normal,
     positive,
+    two_diagonals,
 )
 
 import burn
@@ -81,6 +82,10 @@ def test_a_chain_of_views(backend, rng, dtype):
         return v.narrow(1, 2, 15) * v.narrow(1, 5, 15)
 
     check_second_order(fn, [normal(2, 3, 4)(rng)], backend, dtype, rng)
+
+
+def test_diagonal(backend, rng):
+    check_second_order(two_diagonals, [normal(3, 4, 5)(rng)], backend, "float32", rng)
 
 
 def test_gather_take_scatter(backend, rng):

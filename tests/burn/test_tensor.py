@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from optest import check, on, random_tensor, supports
+from optest import check, on, random_tensor, strided, supports
 from util import assert_close
 
 import burn
@@ -180,6 +180,28 @@ def test_constants_reach_the_backend_once(backend):
     assert np.signbit(backend.to_numpy(negative_zero)) and not np.signbit(backend.to_numpy(zero))
     x = burn.tensor([1.0, 2.0], backend=backend)
     assert (x * 0.5).tolist() == [0.5, 1.0] and (x * 0.5).tolist() == [0.5, 1.0]
+
+
+@pytest.mark.parametrize("kind", ["contiguous", "transposed", "flipped"])
+@pytest.mark.parametrize("offset, dim1, dim2", [(0, 0, 1), (1, 1, 2), (-2, 2, 0), (5, 0, 1),
+                                                (-1, -1, -2)])
+def test_diagonal(backend, rng, kind, offset, dim1, dim2):
+    """A view: its values are NumPy's, and a computation on it reads the right elements."""
+    x = rng.normal(size=(3, 4, 5)).astype(np.float32)
+    got = strided(backend, x, kind).diagonal(offset, dim1, dim2)
+    expected = x.diagonal(offset, dim1, dim2)
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got.numpy(), expected)
+    np.testing.assert_array_equal((got * 2).numpy(), expected * 2)
+
+
+def test_diagonal_errors(backend):
+    x = burn.ones((2, 3), backend=backend)
+    with pytest.raises(burn.BurnError, match=r"diagonal: dim1 and dim2 are both axis 1 of "
+                                             r"shape \(2, 3\); name two different axes"):
+        x.diagonal(0, 1, -1)
+    with pytest.raises(burn.BurnError, match=r"diagonal: axis 2 is out of range"):
+        x.diagonal(0, 0, 2)
 
 
 def test_narrow(backend):
