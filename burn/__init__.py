@@ -30,7 +30,7 @@ from cubepy import (
 from cubepy import bool as bool  # noqa: A004 - burn.bool is the dtype, as torch.bool
 
 from . import data, nn, optim, record, train
-from .autodiff import Autodiff, Gradients
+from .autodiff import Autodiff, Gradients, checkpoint
 from .backend import (
     Backend,
     BurnError,
@@ -58,7 +58,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Autodiff", "Backend", "BurnError", "Cpu", "Cuda", "DType", "Fusion", "Gradients", "NumPy",
-    "Tensor", "Wgpu", "backend_for", "bfloat16", "bool", "data", "default_backend", "float16",
+    "Tensor", "Wgpu", "backend_for", "bfloat16", "bool", "checkpoint", "data", "default_backend",
+    "float16",
     "float32", "float64", "int8", "int16", "int32", "int64", "nn", "onnx", "optim", "record",
     "set_default_backend", "train", "uint8", "uint32",
     *_FUNCTIONS,

@@ -19,6 +19,7 @@ Example:
 
 from . import tensor_api  # noqa: F401 - attaches require_grad, backward, grad, ...
 from .backend import Autodiff
+from .checkpointing import checkpoint
 from .graph import Gradients
 
-__all__ = ["Autodiff", "Gradients"]
+__all__ = ["Autodiff", "Gradients", "checkpoint"]

@@ -86,13 +86,21 @@ class Autodiff(BackendOps, WrapperBackend):
         out = self.inner.unary(op, plain(x), compute, out_dtype)
         if not pointwise.differentiable_unary(op):
             return out
+        # keep only what the derivative reads: a node holds its tensors until backward
+        kept = None if op in pointwise.UNARY_READS_OUTPUT_ONLY | pointwise.UNARY_CONSTANT \
+            else x
+        reads_output = op in pointwise.UNARY_READS_OUTPUT_ONLY
         return self.record(op, out, (x,), lambda s: pointwise.unary_rule(
-            op, s(x), s.output(), s.create_graph), keeps_output=True)
+            op, None if kept is None else s(kept), s.output() if reads_output else None,
+            s.create_graph), keeps_output=reads_output)
 
     def binary(self, op: str, x: View, y: View, compute: DType, out_dtype: DType) -> View:
         out = self.inner.binary(op, plain(x), plain(y), compute, out_dtype)
         if not pointwise.differentiable_binary(op):
             return out
+        if op in pointwise.LINEAR:  # the gradients are g and +-g: keeps no tensor alive
+            return self.record(op, out, (x, y), lambda s: pointwise.binary_rule(
+                op, None, None, None))
         reads = op in pointwise.READS_OUTPUT
         return self.record(op, out, (x, y), lambda s: pointwise.binary_rule(
             op, s(x), s(y), s.output() if reads else None), keeps_output=reads)
@@ -156,6 +164,9 @@ class Autodiff(BackendOps, WrapperBackend):
     def reduce(self, op: str, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
                ) -> View:
         out = self.inner.reduce(op, plain(x), axes, compute, out_dtype)
+        if op in reductions.SHAPE_ONLY:  # keeps no tensor alive
+            shape = x.shape
+            return self.record(op, out, (x,), lambda s: reductions.spread_rule(op, shape, axes))
         return self.record(op, out, (x,), lambda s: reductions.reduce_rule(
             op, s(x), axes, s.output() if op in ("max", "min") else None),
             keeps_output=op in ("max", "min"))

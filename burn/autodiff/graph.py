@@ -30,7 +30,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,14 +46,21 @@ from ..tensor import Tensor
 Rule = Callable[[Any, tuple[bool, ...]], Sequence[Any]]
 #: ``make_rule(saved) -> Rule``: a node's rule, made when the backward pass reaches it
 MakeRule = Callable[["Saved"], Rule]
+#: numbers nodes in the order they are made (``checkpoint`` tells a call's nodes apart)
+_SERIALS = itertools.count()
+
+
+def new_serial() -> int:
+    """A number above every node's serial so far and below every later node's."""
+    return next(_SERIALS)
 
 
 class Node:
     """One recorded op (or a leaf): see the module docstring. ``output`` is the op's result
     (a plain view) when its rule reads it, else None: the node keeps no more memory alive
-    than the rule needs."""
+    than the rule needs. ``serial`` numbers nodes in the order they were made."""
 
-    __slots__ = ("op", "parents", "make_rule", "shape", "dtype", "inner", "output",
+    __slots__ = ("op", "parents", "make_rule", "shape", "dtype", "inner", "output", "serial",
                  "__weakref__")
 
     def __init__(self, op: str, parents: tuple[Node | None, ...], make_rule: MakeRule | None,
@@ -65,6 +73,7 @@ class Node:
         self.dtype = dtype
         self.inner = inner
         self.output = output
+        self.serial = next(_SERIALS)
 
     @property
     def is_leaf(self) -> bool:
@@ -154,19 +163,21 @@ class Saved:
         return Tensor(out, self.backend)
 
 
-def backward(root: Node, seed: Tensor, backend: Backend | None = None) -> dict[Node, Any]:
+def backward(root: Node, seed: Tensor, backend: Backend | None = None,
+             stop_at: Collection[Node] = ()) -> dict[Node, Any]:
     """The gradient of every leaf that ``root`` depends on, given ``seed`` (a tensor with
     ``root``'s shape) as the gradient of ``root``. Without ``backend`` the rules compute on
     the inner backend and record nothing; with the ``Autodiff`` backend (``seed`` on it) they
-    compute on it, so the gradients are tracked and can be differentiated again."""
+    compute on it, so the gradients are tracked and can be differentiated again. Nodes in
+    ``stop_at`` count as leaves: the pass gives their gradients and goes no further."""
     create_graph = backend is not None
     grads: dict[Node, Any] = {root: seed}
     leaves: dict[Node, Any] = {}
-    for node in _reverse_topological(root):
+    for node in _reverse_topological(root, stop_at):
         grad = grads.pop(node, None)
         if grad is None:
             continue
-        if node.is_leaf:
+        if node.is_leaf or node in stop_at:
             leaves[node] = grad
             continue
         needs = tuple(p is not None for p in node.parents)
@@ -190,15 +201,16 @@ def _fitted(node: Node, parent: Node, grad: Any) -> Any:
     return grad if grad.dtype == parent.dtype else grad.to(parent.dtype)
 
 
-def _reverse_topological(root: Node) -> list[Node]:
-    """Nodes reachable from ``root``, each after every node that consumes it (iterative: a
-    long chain of ops must not hit Python's recursion limit)."""
+def _reverse_topological(root: Node, stop_at: Collection[Node] = ()) -> list[Node]:
+    """Nodes reachable from ``root`` without passing a node of ``stop_at``, each after every
+    node that consumes it (iterative: a long chain of ops must not hit Python's recursion
+    limit)."""
     order: list[Node] = []
     seen = {id(root)}
     stack: list[tuple[Node, int]] = [(root, 0)]
     while stack:
         node, i = stack.pop()
-        if i < len(node.parents):
+        if i < len(node.parents) and node not in stop_at:
             stack.append((node, i + 1))
             parent = node.parents[i]
             if parent is not None and id(parent) not in seen:

@@ -69,8 +69,15 @@ _COMPOSED: dict[str, Callable[[Tensor, Tensor], Any]] = {
     "tanh": lambda x, y: 1.0 - y * y,
     "sigmoid": lambda x, y: y * (1.0 - y),
 }
+#: the unary ops whose derivative is a function of the output alone (the input is not kept)
+UNARY_READS_OUTPUT_ONLY = frozenset(("exp", "exp2", "expm1", "sqrt", "rsqrt", "tan",
+                                     "reciprocal", "tanh", "sigmoid"))
+#: the unary ops whose derivative is a constant (neither the input nor the output is kept)
+UNARY_CONSTANT = frozenset(("identity", "neg"))
 #: the binary ops whose rule reads their output
 READS_OUTPUT = frozenset(("div", "pow"))
+#: the binary ops whose rule reads neither input (nor the output)
+LINEAR = frozenset(("add", "sub"))
 
 
 def differentiable_unary(op: str) -> bool:
@@ -78,9 +85,10 @@ def differentiable_unary(op: str) -> bool:
     return op in _UNARY or op in _FUSED or op in _FLAT
 
 
-def unary_rule(op: str, x: Tensor, y: Tensor, composed: bool = False) -> Rule:
-    """The rule of ``y = op(x)``; ``composed``: no fused derivative ops (a graph-building
-    pass)."""
+def unary_rule(op: str, x: Tensor | None, y: Tensor | None, composed: bool = False) -> Rule:
+    """The rule of ``y = op(x)`` (None for what the derivative does not read:
+    ``UNARY_READS_OUTPUT_ONLY``, ``UNARY_CONSTANT``); ``composed``: no fused derivative ops
+    (a graph-building pass)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
         if op in _FLAT:
             return (bt.zeros_like(x),)
@@ -89,14 +97,14 @@ def unary_rule(op: str, x: Tensor, y: Tensor, composed: bool = False) -> Rule:
         if op in _COMPOSED and composed:
             return (grad * _COMPOSED[op](x, y),)
         if op in _FUSED:
-            # the kernel op takes g and v in one dtype; graph.backward only hands a rule its
-            # output's dtype (the seed is cast to the root's, _fitted casts each gradient)
-            assert grad.dtype == y.dtype, (
+            # the kernel op takes g and v in one dtype: graph.backward hands a rule gradients
+            # in its output's dtype (the seed is cast to the root's, _fitted casts each one)
+            assert y is None or grad.dtype == y.dtype, (
                 f"autodiff: the gradient of {op} is {grad.dtype.name}, its output "
                 f"{y.dtype.name}; graph._fitted should have cast it")
             inner = grad.backend
             compute = dt.float32 if grad.dtype.bits < 32 else grad.dtype
-            v = y if _FUSED[op] else x.to(y.dtype)
+            v = y if _FUSED[op] else x.to(grad.dtype)
             return (Tensor(inner.binary(f"{op}_grad", grad.prim, v.prim, compute, grad.dtype),
                            inner),)
         return (grad * _UNARY[op](x, y),)
@@ -104,8 +112,9 @@ def unary_rule(op: str, x: Tensor, y: Tensor, composed: bool = False) -> Rule:
     return rule
 
 
-def binary_rule(op: str, x: Tensor, y: Tensor, z: Tensor) -> Rule:
-    """The rule of ``z = op(x, y)`` (``x`` and ``y`` of one shape)."""
+def binary_rule(op: str, x: Tensor | None, y: Tensor | None, z: Tensor | None) -> Rule:
+    """The rule of ``z = op(x, y)`` (``x`` and ``y`` of one shape; None where the rule does
+    not read them: ``LINEAR``, ``READS_OUTPUT``)."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, Any]:
         gx, gy = _BINARY[op](grad, x, y, z, needs)
         return gx, gy

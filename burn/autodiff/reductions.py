@@ -40,15 +40,29 @@ def _count(shape: Sequence[int], axes: Sequence[int]) -> int:
     return math.prod(shape[a] for a in axes)
 
 
-def reduce_rule(op: str, x: Tensor, axes: Sequence[int], out: Tensor) -> Rule:
-    """The rule of ``sum``, ``mean``, ``prod``, ``max`` or ``min`` over ``axes``."""
+#: the reductions whose rule needs only the input's shape, not its values
+SHAPE_ONLY = frozenset(("sum", "mean"))
+
+
+def spread_rule(op: str, shape: Sequence[int], axes: Sequence[int]) -> Rule:
+    """The rule of ``sum`` or ``mean`` over ``axes`` of an input of ``shape``: the gradient
+    spread back (divided by the count for ``mean``)."""
+    axes, shape = tuple(axes), tuple(shape)
+
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
+        if op == "mean":
+            grad = grad / max(_count(shape, axes), 1)
+        return (_spread(grad, shape, axes),)
+
+    return rule
+
+
+def reduce_rule(op: str, x: Tensor, axes: Sequence[int], out: Tensor | None) -> Rule:
+    """The rule of ``prod``, ``max`` or ``min`` over ``axes`` (``out``: the result, for
+    ``max`` and ``min``)."""
     axes = tuple(axes)
 
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Tensor]:
-        if op == "sum":
-            return (_spread(grad, x.shape, axes),)
-        if op == "mean":
-            return (_spread(grad / max(_count(x.shape, axes), 1), x.shape, axes),)
         if op == "prod":
             return (_prod_grad(grad, x, axes),)
         chosen = x == _spread(out, x.shape, axes)

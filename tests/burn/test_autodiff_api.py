@@ -3,7 +3,9 @@ out, and the errors a user can cause; on every backend present."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -110,3 +112,25 @@ def test_user_errors(backend):
     with pytest.raises(burn.BurnError, match=r"different backends \(Autodiff\(.*\) and .*\) of "
                                              r"one device.*\.detach\(\) / \.inner\(\)"):
         x + burn.ones(3, backend=backend)
+
+
+def test_sums_and_linear_ops_keep_no_tensor_alive():
+    """The rules of add, sub, sum and mean read no values, and exp's reads its output: their
+    nodes keep nothing else, so an intermediate result only they read is freed."""
+    ad = burn.Autodiff(burn.NumPy())
+    w = burn.ones((3, 3), backend=ad).require_grad()
+    product = w @ w
+    watched = weakref.ref(product.prim.storage)
+    loss = ((product + 1.0) - w).mean(axis=0).sum()
+    del product
+    gc.collect()
+    assert watched() is None, "a node keeps the matmul's output alive"
+    scaled = w * 0.5
+    watched = weakref.ref(scaled.prim.storage)
+    loss = loss + (-scaled).exp().sum()  # exp's derivative is its output
+    del scaled
+    gc.collect()
+    assert watched() is None, "exp's node keeps its input alive"
+    expected = 5 / 3 - 0.5 * np.exp(-0.5)  # (6 - 1) / 3, and exp(-w / 2)'s slope
+    np.testing.assert_allclose(loss.backward()[w].numpy(), np.full((3, 3), expected),
+                               rtol=1e-6)

@@ -1,0 +1,116 @@
+"""Activation checkpointing (``burn.checkpoint``) on every backend present: the same
+gradients as without it (first and second order, dropout included), the call's graph
+dropped, and clear errors."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import numpy as np
+import pytest
+from gradcheck import check_gradients, check_second_order
+
+import burn
+from burn.autodiff.graph import _reverse_topological, node_of
+
+
+def weights(backend, rng, width=6):
+    ad = burn.Autodiff(backend)
+    shapes = ((width, width), (width,), (width, width))
+    return [burn.from_numpy(rng.normal(size=shape).astype(np.float32) / 2, backend=ad
+                            ).require_grad() for shape in shapes]
+
+
+def block(h, params, generator=None):
+    w1, b1, w2 = params
+    h = burn.gelu(burn.layer_norm(h @ w1 + b1, w1.shape[1]))
+    return burn.dropout(h, 0.25, generator=generator) @ w2 + h
+
+
+def network(x, params, checkpointed, generator=None):
+    h = x
+    for _ in range(3):
+        if checkpointed:
+            h = burn.checkpoint(lambda a: block(a, params, generator), h,
+                                generators=() if generator is None else (generator,))
+        else:
+            h = block(h, params, generator)
+    return (h * h).mean()
+
+
+@pytest.mark.parametrize("explicit_generator", [False, True], ids=["default", "explicit"])
+def test_the_gradients_of_a_network_with_dropout(backend, rng, explicit_generator):
+    """Three blocks sharing weights, with dropout: the recomputation draws the same masks,
+    and the generator is where it would be without the replay."""
+    params = weights(backend, rng)
+    x = burn.from_numpy(rng.normal(size=(4, 6)).astype(np.float32),
+                        backend=params[0].backend).require_grad()
+    results = []
+    for checkpointed in (False, True):
+        generator = burn.Generator(11) if explicit_generator else None
+        burn.manual_seed(5)
+        loss = network(x, params, checkpointed, generator)
+        drawn = (generator or burn.default_generator()).get_state()
+        grads = loss.backward()
+        assert (generator or burn.default_generator()).get_state() == drawn
+        results.append([grads[t].numpy() for t in (x, *params)])
+    for plain, recomputed in zip(*results):
+        np.testing.assert_allclose(recomputed, plain, rtol=1e-5, atol=1e-6)
+
+
+def test_the_call_graph_is_dropped(backend, rng):
+    params = weights(backend, rng)
+    x = burn.from_numpy(rng.normal(size=(4, 6)).astype(np.float32), backend=params[0].backend)
+    inside = []
+
+    def recorded_block(a):
+        out = block(a, params)
+        inside.append(weakref.ref(node_of(out.prim)))
+        return out
+
+    loss = (burn.checkpoint(recorded_block, x) ** 2).sum()
+    gc.collect()
+    assert inside[0]() is None, "the call's own nodes outlive it"
+    reached = {node.op for node in _reverse_topological(node_of(loss.prim))}
+    assert reached == {"checkpoint", "leaf", "pow", "sum"}, reached
+    assert loss.backward()[params[0]] is not None
+
+
+def test_first_and_second_order_against_differences(backend, rng):
+    def fn(x, w):
+        return burn.checkpoint(lambda a: (a @ w).tanh() * a.sum(axis=1, keepdim=True), x)
+
+    arrays = [rng.normal(size=(3, 4)), rng.normal(size=(4, 2))]
+    check_gradients(fn, arrays, backend, "float32", rng)
+    check_second_order(fn, arrays, backend, "float32", rng)
+
+
+def test_untracked_calls_run_as_they_are(backend):
+    x = burn.ones(3, backend=backend)
+    assert burn.checkpoint(lambda a: a * 2, x).tolist() == [2.0, 2.0, 2.0]
+    ad = burn.Autodiff(backend)
+    leaf = burn.ones(3, backend=ad).require_grad()
+    assert burn.checkpoint(lambda a: a, leaf) is leaf  # made before the call: nothing to drop
+
+
+def test_user_errors(backend):
+    ad = burn.Autodiff(backend)
+    x = burn.ones(3, backend=ad).require_grad()
+    with pytest.raises(burn.BurnError, match="checkpoint: fn must be callable, got Tensor"):
+        burn.checkpoint(x, x)
+    with pytest.raises(burn.BurnError, match="checkpoint: fn must return one tensor, got "
+                                             "tuple; checkpoint each output's computation"):
+        burn.checkpoint(lambda a: (a, a), x)
+    with pytest.raises(burn.BurnError, match="generators must be burn.Generator objects"):
+        burn.checkpoint(lambda a: a * 2, x, generators=(7,))
+    calls = []
+
+    def growing(a):  # a different result on each call
+        calls.append(1)
+        return (a * 2)[:len(calls) + 1]
+
+    out = burn.checkpoint(growing, x)
+    with pytest.raises(burn.BurnError, match=r"recomputation in the backward pass gave \(3,\), "
+                                             r"the first call a tracked tensor of shape \(2,\)"):
+        out.sum().backward()
