@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cubepy.ir.dtypes import DType
+
 from ..backend.base import BurnError
 from ..tensor import Tensor
 from ..tensor.random import Generator, default_generator
@@ -74,8 +76,9 @@ def checkpoint(fn: Callable[..., Tensor], *args: Any,
     view = plain(out.prim)
     if not injective(view):  # the node's output is the origin of later views
         view = node.inner.copy(view)
-    call = Node("checkpoint", outside, None, view.shape, view.dtype, node.inner)
-    call.make_rule = lambda saved: _recompute_rule(saved, call, fn, args, replayed, states)
+    shape, dtype = view.shape, view.dtype  # not the node itself: a cycle would outlive its step
+    call = Node("checkpoint", outside, lambda saved: _recompute_rule(
+        saved, outside, shape, dtype, fn, args, replayed, states), shape, dtype, node.inner)
     return Tensor(TrackedView(view.storage, view.offset, view.shape, view.strides, view.dtype,
                               call), out.backend)
 
@@ -99,8 +102,11 @@ def _outside_parents(root: Node, first: int) -> tuple[Node, ...]:
     return tuple(outside)
 
 
-def _recompute_rule(saved: Saved, call: Node, fn: Callable[..., Tensor], args: tuple,
+def _recompute_rule(saved: Saved, outside: tuple[Node, ...], shape: tuple[int, ...],
+                    dtype: DType, fn: Callable[..., Tensor], args: tuple,
                     replayed: list[Generator], states: list[tuple[int, int]]) -> Rule:
+    """The rule of a checkpointed call of ``fn`` on ``args`` that gave a tensor of ``shape``
+    and ``dtype`` and read the nodes ``outside``."""
     def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, ...]:
         now = [g.get_state() for g in replayed]
         for g, state in zip(replayed, states):
@@ -111,13 +117,13 @@ def _recompute_rule(saved: Saved, call: Node, fn: Callable[..., Tensor], args: t
             for g, state in zip(replayed, now):
                 g.set_state(state)
         root = node_of(again.prim) if isinstance(again, Tensor) else None
-        if root is None or again.shape != call.shape or again.dtype != call.dtype:
+        if root is None or again.shape != shape or again.dtype != dtype:
             raise BurnError(f"checkpoint: fn's recomputation in the backward pass gave "
                             f"{getattr(again, 'shape', type(again).__name__)}, the first call "
-                            f"a tracked tensor of shape {call.shape} ({call.dtype.name}); fn "
-                            "must compute the same thing each call")
+                            f"a tracked tensor of shape {shape} ({dtype.name}); fn must "
+                            "compute the same thing each call")
         grads = backward(root, grad, saved.backend if saved.create_graph else None,
-                         stop_at=frozenset(call.parents))
-        return tuple(grads.get(parent) for parent in call.parents)
+                         stop_at=frozenset(outside))
+        return tuple(grads.get(parent) for parent in outside)
 
     return rule

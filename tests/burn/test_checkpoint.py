@@ -75,6 +75,14 @@ def test_the_call_graph_is_dropped(backend, rng):
     reached = {node.op for node in _reverse_topological(node_of(loss.prim))}
     assert reached == {"checkpoint", "leaf", "pow", "sum"}, reached
     assert loss.backward()[params[0]] is not None
+    call = weakref.ref(node_of(loss.prim).parents[0].parents[0])  # sum <- pow <- checkpoint
+    assert call().op == "checkpoint"
+    gc.disable()  # freed by reference counts alone, as the step's other nodes: no cycle
+    try:
+        del loss
+        assert call() is None, "the checkpoint's node outlives its graph"
+    finally:
+        gc.enable()
 
 
 def test_first_and_second_order_against_differences(backend, rng):
