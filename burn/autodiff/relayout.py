@@ -15,7 +15,7 @@ element at its position, or a zero where no child element lies (a slice).
 A backward pass that builds a graph records that whole step as one node, whose rule is its
 adjoint: the origin-shaped gradient read at the child's positions, which is the child's own
 view of it (a gather where the origin's layout is not row-major). The adjoint's rule is the
-step back again, so views stay two gathers at most at any order, with no scatter.
+step back again, so a view over a row-major origin needs no scatter at any order.
 
 Example:
     >>> ad = burn.Autodiff(burn.Cpu())
