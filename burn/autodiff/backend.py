@@ -101,7 +101,8 @@ class Autodiff(BackendOps, WrapperBackend):
         if op in pointwise.LINEAR:  # the gradients are g and +-g: keeps no tensor alive
             return self.record(op, out, (x, y), lambda s: pointwise.binary_rule(
                 op, None, None, None))
-        reads = op in pointwise.READS_OUTPUT
+        # the output serves only y's gradient (div, pow): not kept when y is a constant
+        reads = op in pointwise.READS_OUTPUT and node_of(y) is not None
         return self.record(op, out, (x, y), lambda s: pointwise.binary_rule(
             op, s(x), s(y), s.output() if reads else None), keeps_output=reads)
 

@@ -74,7 +74,7 @@ UNARY_READS_OUTPUT_ONLY = frozenset(("exp", "exp2", "expm1", "sqrt", "rsqrt", "t
                                      "reciprocal", "tanh", "sigmoid"))
 #: the unary ops whose derivative is a constant (neither the input nor the output is kept)
 UNARY_CONSTANT = frozenset(("identity", "neg"))
-#: the binary ops whose rule reads their output
+#: the binary ops whose rule reads their output (for the second operand's gradient)
 READS_OUTPUT = frozenset(("div", "pow"))
 #: the binary ops whose rule reads neither input (nor the output)
 LINEAR = frozenset(("add", "sub"))

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import burn
+from burn.autodiff.graph import node_of
 
 
 def test_gradients_live_on_the_inner_backend(backend):
@@ -131,6 +132,8 @@ def test_sums_and_linear_ops_keep_no_tensor_alive():
     del scaled
     gc.collect()
     assert watched() is None, "exp's node keeps its input alive"
+    squared, powered = w ** 2, w ** w  # the output serves only the exponent's gradient
+    assert node_of(squared.prim).output is None and node_of(powered.prim).output is not None
     expected = 5 / 3 - 0.5 * np.exp(-0.5)  # (6 - 1) / 3, and exp(-w / 2)'s slope
     np.testing.assert_allclose(loss.backward()[w].numpy(), np.full((3, 3), expected),
                                rtol=1e-6)
