@@ -99,6 +99,21 @@ def compared_times(ours: Callable[[], object], theirs: Callable[[], object],
             "gpu_ratio": round(theirs_gpu / ours_gpu, 3)}
 
 
+def largest_relative_difference(ours: list, theirs: list[torch.Tensor], limit: float,
+                                what: str) -> float:
+    """The largest difference of burn's tensors from torch's, pair by pair, relative to the
+    largest entry of torch's (three digits); exits naming ``what`` above ``limit``."""
+    worst = 0.0
+    for got, want in zip(ours, theirs):
+        if isinstance(got, burn.Tensor):
+            got = torch.from_numpy(got.to(burn.float32).numpy()).cuda()
+        want = want.float()
+        worst = max(worst, ((got.float() - want).abs().max() / want.abs().max()).item())
+    if worst > limit:
+        raise SystemExit(f"{what}: burn differs from torch by {worst:.3g} of the largest entry")
+    return float(f"{worst:.3g}")
+
+
 def host_us(fn: Callable[[], object], calls: int = 300, warmup: int = 1) -> float:
     """Host microseconds per call: launches queued back to back, synchronized once at the end
     (when this exceeds an op's GPU time, the op is bound by its host path)."""

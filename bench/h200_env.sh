@@ -21,3 +21,19 @@ gpu_bench() {
     python3 -W ignore "$@" 2>&1 | grep -v "^cubepy.autotune" | tee -a $OUT/bench.log
     date -u | tee -a $OUT/bench.log
 }
+
+# run_parts BENCH_SCRIPT TEST_FILE...: a run script's body. PARTS (default "tests bench"):
+# tests, gpu_tests -k "not cpu" over the test files (the GPU backends: cuda/triton on the
+# H200, wgpu/wgsl on NVIDIA's Vulkan); bench, gpu_bench BENCH_SCRIPT ${BENCH_ARGS}.
+run_parts() {
+    local bench=$1
+    shift
+    export CUBEPY_WGPU_ADAPTER=NVIDIA
+    PARTS=${PARTS:-tests bench}
+    if [[ $PARTS == *tests* ]]; then
+        gpu_tests -k "not cpu" "$@"
+    fi
+    if [[ $PARTS == *bench* ]]; then
+        gpu_bench "$bench" ${BENCH_ARGS:-}
+    fi
+}

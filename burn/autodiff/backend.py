@@ -87,8 +87,7 @@ class Autodiff(BackendOps, WrapperBackend):
         if not pointwise.differentiable_unary(op):
             return out
         # keep only what the derivative reads: a node holds its tensors until backward
-        kept = None if op in pointwise.UNARY_READS_OUTPUT_ONLY | pointwise.UNARY_CONSTANT \
-            else x
+        kept = None if op in pointwise.UNARY_INPUT_UNREAD else x
         reads_output = op in pointwise.UNARY_READS_OUTPUT_ONLY
         return self.record(op, out, (x,), lambda s: pointwise.unary_rule(
             op, None if kept is None else s(kept), s.output() if reads_output else None,
@@ -168,9 +167,9 @@ class Autodiff(BackendOps, WrapperBackend):
         if op in reductions.SHAPE_ONLY:  # keeps no tensor alive
             shape = x.shape
             return self.record(op, out, (x,), lambda s: reductions.spread_rule(op, shape, axes))
+        reads = op in ("max", "min")  # prod's rule reads the input alone
         return self.record(op, out, (x,), lambda s: reductions.reduce_rule(
-            op, s(x), axes, s.output() if op in ("max", "min") else None),
-            keeps_output=op in ("max", "min"))
+            op, s(x), axes, s.output() if reads else None), keeps_output=reads)
 
     def argreduce(self, op: str, x: View, axes: Sequence[int], out_dtype: DType) -> View:
         return self.inner.argreduce(op, plain(x), axes, out_dtype)

@@ -65,7 +65,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _COMPOSED: dict[str, Callable[[Tensor, Tensor], Any]] = {
     "gelu": lambda x, y: (bt.erf(x * math.sqrt(0.5)) + 1.0) * 0.5
     + x * bt.exp(x * x * -0.5) * _INV_SQRT_2PI,
-    "silu": lambda x, y: bt.sigmoid(x) * (x * (1.0 - bt.sigmoid(x)) + 1.0),
+    "silu": lambda x, y: _silu_slope(x, bt.sigmoid(x)),
     "tanh": lambda x, y: 1.0 - y * y,
     "sigmoid": lambda x, y: y * (1.0 - y),
 }
@@ -74,10 +74,17 @@ UNARY_READS_OUTPUT_ONLY = frozenset(("exp", "exp2", "expm1", "sqrt", "rsqrt", "t
                                      "reciprocal", "tanh", "sigmoid"))
 #: the unary ops whose derivative is a constant (neither the input nor the output is kept)
 UNARY_CONSTANT = frozenset(("identity", "neg"))
+#: the unary ops whose rule does not read the input (looked up on every recorded op)
+UNARY_INPUT_UNREAD = UNARY_READS_OUTPUT_ONLY | UNARY_CONSTANT
 #: the binary ops whose rule reads their output (for the second operand's gradient)
 READS_OUTPUT = frozenset(("div", "pow"))
 #: the binary ops whose rule reads neither input (nor the output)
 LINEAR = frozenset(("add", "sub"))
+
+
+def _silu_slope(x: Tensor, s: Tensor) -> Tensor:
+    """d silu(x) / dx from ``s = sigmoid(x)``: ``s * (1 + x * (1 - s))``."""
+    return s * (x * (1.0 - s) + 1.0)
 
 
 def differentiable_unary(op: str) -> bool:
