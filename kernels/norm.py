@@ -38,12 +38,19 @@ def affine(y, w, wo, b, bo, cols, cm, HAS_W, HAS_B, CT):
 
 
 @cube.func
-def normalize_tile(v, m, n_cols, eps, RMS):
-    # each row of a (ROWS, BLOCK) tile over its statistics (masked entries left out)
+def centered_tile(v, m, n_cols, RMS):
+    # each row of a (ROWS, BLOCK) tile minus its mean (rms_norm: as it is), masked entries 0
     if RMS:
         d = v
     else:
         d = cube.where(m, v - (cube.sum(v, axis=1) / n_cols)[:, None], 0.0)
+    return d
+
+
+@cube.func
+def normalize_tile(v, m, n_cols, eps, RMS):
+    # each row of a (ROWS, BLOCK) tile over its statistics (masked entries left out)
+    d = centered_tile(v, m, n_cols, RMS)
     rstd = cube.rsqrt(cube.sum(d * d, axis=1) / n_cols + eps)
     return d * rstd[:, None]
 

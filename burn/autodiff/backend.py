@@ -203,14 +203,14 @@ class Autodiff(BackendOps, WrapperBackend):
                    compute: DType, out_dtype: DType) -> View:
         out = self.inner.layer_norm(plain(x), k, _plain(weight), _plain(bias), eps, compute,
                                     out_dtype)
-        return self.record("layer_norm", out, (x, weight, bias), lambda s: (
-            reductions.layer_norm_rule(s(x), k, _optional(s, weight), eps, compute)))
+        return self.record("layer_norm", out, (x, weight, bias), lambda s: reductions.norm_rule(
+            s, s(x), k, _optional(s, weight), eps, False, compute))
 
     def rms_norm(self, x: View, k: int, weight: View | None, eps: float, compute: DType,
                  out_dtype: DType) -> View:
         out = self.inner.rms_norm(plain(x), k, _plain(weight), eps, compute, out_dtype)
-        return self.record("rms_norm", out, (x, weight), lambda s: reductions.rms_norm_rule(
-            s(x), k, _optional(s, weight), eps, compute))
+        return self.record("rms_norm", out, (x, weight), lambda s: reductions.norm_rule(
+            s, s(x), k, _optional(s, weight), eps, True, compute))
 
     # ---- indexing, joining, sorting ----
 
@@ -292,6 +292,13 @@ class Autodiff(BackendOps, WrapperBackend):
         tracked = self.record("attention", out, (q, k, v), lambda s: attention_rule(
             s, s(q), s(k), s(v), s.output(), s(lse), causal, scale), keeps_output=True)
         return tracked, lse  # lse is a saved value of the rule, not differentiable
+
+    def norm_backward(self, x: View, k: int, weight: View | None, d_out: View, eps: float,
+                      rms: bool, params: bool, compute: DType
+                      ) -> tuple[View, View | None, View | None]:
+        # untracked: a graph-building backward composes the norms' gradients instead
+        return self.inner.norm_backward(plain(x), k, _plain(weight), plain(d_out), eps, rms,
+                                        params, compute)
 
     def attention_backward(self, q: View, k: View, v: View, out: View, lse: View, d_out: View,
                            causal: bool, scale: float) -> tuple[View, View, View]:

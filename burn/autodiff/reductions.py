@@ -23,7 +23,7 @@ from cubepy.ir.dtypes import DType
 
 from ..tensor import Tensor
 from .functions import bt
-from .graph import Rule
+from .graph import Rule, Saved
 
 
 def _kept(t: Tensor, shape: Sequence[int], axes: Sequence[int]) -> Tensor:
@@ -171,37 +171,40 @@ def _leading_sum(t: Tensor, k: int) -> Tensor:
     return t.sum(axis=leading) if leading else t
 
 
-def layer_norm_rule(x: Tensor, k: int, weight: Tensor | None, eps: float,
-                    compute: DType) -> Rule:
-    """The rule of ``layer_norm`` over the last ``k`` axes (inputs ``x``, weight, bias)."""
-    axes = tuple(range(x.ndim - k, x.ndim))
-
-    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, Any, Any]:
-        xf, g = x.to(compute), grad.to(compute)
-        centered = xf - xf.mean(axis=axes, keepdim=True)
-        rstd = bt.rsqrt((centered * centered).mean(axis=axes, keepdim=True) + eps)
-        normalized = centered * rstd
-        gy = g if weight is None else g * weight.to(compute)
-        gx = rstd * (gy - gy.mean(axis=axes, keepdim=True)
-                     - normalized * (gy * normalized).mean(axis=axes, keepdim=True))
-        gw = _leading_sum(g * normalized, k) if needs[1] else None
-        gb = _leading_sum(g, k) if needs[2] else None
-        return gx, gw, gb
-
-    return rule
-
-
-def rms_norm_rule(x: Tensor, k: int, weight: Tensor | None, eps: float, compute: DType) -> Rule:
-    """The rule of ``rms_norm`` over the last ``k`` axes (inputs ``x``, weight)."""
-    axes = tuple(range(x.ndim - k, x.ndim))
-
-    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, Any]:
-        xf, g = x.to(compute), grad.to(compute)
-        rstd = bt.rsqrt((xf * xf).mean(axis=axes, keepdim=True) + eps)
-        normalized = xf * rstd
-        gy = g if weight is None else g * weight.to(compute)
-        gx = rstd * (gy - normalized * (gy * normalized).mean(axis=axes, keepdim=True))
-        gw = _leading_sum(g * normalized, k) if needs[1] else None
-        return gx, gw
+def norm_rule(saved: Saved, x: Tensor, k: int, weight: Tensor | None, eps: float, rms: bool,
+              compute: DType) -> Rule:
+    """The rule of ``layer_norm`` (inputs ``x``, weight, bias) or, with ``rms``, ``rms_norm``
+    (inputs ``x``, weight) over the last ``k`` axes. A plain backward pass runs the backend's
+    ``norm_backward`` (one fused kernel on the cubepy backends); a graph-building one composes
+    the same formulas of differentiable ops."""
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        params = any(needs[1:])
+        if saved.create_graph:
+            grads = _composed_norm_gradients(x, k, weight, grad, eps, rms, params, compute)
+        else:
+            inner = saved.inner
+            grads = tuple(None if g is None else Tensor(g, inner) for g in inner.norm_backward(
+                x.prim, k, None if weight is None else weight.prim, grad.prim, eps, rms,
+                params, compute))
+        dx, dw, db = (g if need else None for g, need in zip(grads, needs + (False,)))
+        return (dx, dw) if rms else (dx, dw, db)
 
     return rule
+
+
+def _composed_norm_gradients(x: Tensor, k: int, weight: Tensor | None, grad: Tensor,
+                             eps: float, rms: bool, params: bool, compute: DType
+                             ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """``norm_backward``'s results in differentiable ops (computed in ``compute``)."""
+    axes = tuple(range(x.ndim - k, x.ndim))
+    xf, g = x.to(compute), grad.to(compute)
+    centered = xf if rms else xf - xf.mean(axis=axes, keepdim=True)
+    rstd = bt.rsqrt((centered * centered).mean(axis=axes, keepdim=True) + eps)
+    normalized = centered * rstd
+    gy = g if weight is None else g * weight.to(compute)
+    d = gy - normalized * (gy * normalized).mean(axis=axes, keepdim=True)
+    if not rms:
+        d = d - gy.mean(axis=axes, keepdim=True)
+    if not params:
+        return rstd * d, None, None
+    return rstd * d, _leading_sum(g * normalized, k), None if rms else _leading_sum(g, k)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from cubepy.ir.dtypes import DType
-from kernels import norm, reduce, scan, softmax
+from kernels import norm, norm_grad, reduce, scan, softmax
 from kernels.layout import View
 
 from ..ops.reduce import ReduceOps
@@ -43,3 +43,9 @@ class CubeReduce(CubeCore, ReduceOps):
     def rms_norm(self, x: View, k: int, weight: View | None, eps: float, compute: DType,
                  out_dtype: DType) -> View:
         return norm.rms_norm(self.ctx, x, k, weight, eps, compute, out_dtype)
+
+    def norm_backward(self, x: View, k: int, weight: View | None, d_out: View, eps: float,
+                      rms: bool, params: bool, compute: DType
+                      ) -> tuple[View, View | None, View | None]:
+        return norm_grad.norm_backward(self.ctx, x, k, weight, d_out, eps, rms, params,
+                                       compute)

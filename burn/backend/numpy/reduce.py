@@ -103,3 +103,23 @@ class NumpyReduce(NumpyCore, ReduceOps):
     def rms_norm(self, x: View, k: int, weight: View | None, eps: float, compute: DType,
                  out_dtype: DType) -> View:
         return self._normalize(True, x, k, weight, None, eps, compute, out_dtype)
+
+    def norm_backward(self, x: View, k: int, weight: View | None, d_out: View, eps: float,
+                      rms: bool, params: bool, compute: DType
+                      ) -> tuple[View, View | None, View | None]:
+        v, g = self._values(x, compute), self._values(d_out, compute)
+        axes = tuple(range(x.ndim - k, x.ndim))
+        leading = tuple(range(x.ndim - k))
+        with np.errstate(all="ignore"):
+            centered = v if rms else v - v.mean(axis=axes, keepdims=True)
+            rstd = 1 / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + eps)
+            n = centered * rstd
+            gy = g if weight is None else g * self._values(weight, compute)
+            d = gy - n * (gy * n).mean(axis=axes, keepdims=True)
+            if not rms:
+                d = d - gy.mean(axis=axes, keepdims=True)
+            dx = self.result(d * rstd, x.dtype)
+            if not params:
+                return dx, None, None
+            dw = self.result((g * n).sum(axis=leading), compute)
+        return dx, dw, None if rms else self.result(g.sum(axis=leading), compute)

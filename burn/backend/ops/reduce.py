@@ -59,3 +59,12 @@ class ReduceOps(ABC):
     def rms_norm(self, x: View, k: int, weight: View | None, eps: float, compute: DType,
                  out_dtype: DType) -> View:
         """``x / sqrt(mean(x ** 2) + eps) * weight`` over the last ``k`` axes."""
+
+    @abstractmethod
+    def norm_backward(self, x: View, k: int, weight: View | None, d_out: View, eps: float,
+                      rms: bool, params: bool, compute: DType
+                      ) -> tuple[View, View | None, View | None]:
+        """The gradients of ``layer_norm`` (``rms_norm`` with ``rms``) over the last ``k`` axes
+        at ``x`` for the output gradient ``d_out``: ``dx`` in ``x``'s dtype; with ``params``
+        the weight's (``d_out * (x - mean) * rstd`` summed over the leading axes) and the
+        bias's (``d_out`` summed; None for ``rms``) in ``compute``, else None."""

@@ -270,33 +270,36 @@ def bf16_to_f32_t(raw):
     return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
+def f32_bits_to_bf16(b):
+    # round to nearest even; a NaN keeps its sign and payload's high bits, and one with only
+    # low bits stays a NaN
+    if (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
+        high = b >> np.uint32(16)
+        return np.uint16(high if high & np.uint32(0x7F) else high | np.uint32(0x40))
+    rounded = b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))
+    return np.uint16(rounded >> np.uint32(16))
+
+
 def f32_to_bf16_t(x):
     bits = np.ascontiguousarray(x).view(np.uint32).reshape(-1)
     out = np.empty(bits.size, np.uint16)
     for i in range(bits.size):
-        b = bits[i]
-        if (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
-            # NaN keeps its sign and payload's high bits; one with only low bits stays a NaN
-            high = b >> np.uint32(16)
-            out[i] = np.uint16(high if high & np.uint32(0x7F) else high | np.uint32(0x40))
-        else:
-            rounded = b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1))
-            out[i] = np.uint16(rounded >> np.uint32(16))
+        out[i] = f32_bits_to_bf16(bits[i])
     return out.reshape(x.shape)
 
 
 def f16_bits_to_f32(h):
-    # float32 on every path: a NaN through float64 would come back quiet
-    sign = -1.0 if h & 0x8000 else 1.0
+    # float32 bits built directly (a NaN keeps its sign and payload, which bitcasts read; one
+    # through float64 would come back quiet), no float64 power: lane loops convert per element
+    sign = (h & 0x8000) << 16
     exp = (h >> 10) & 0x1F
     mant = h & 0x3FF
-    if exp == 0:
-        return np.float32(sign * mant * 5.960464477539063e-08)  # 2**-24
-    if exp == 31:  # a NaN keeps its sign and payload (bitcasts read them)
-        if mant == 0:
-            return np.float32(sign * np.inf)
-        return np.uint32(((h & 0x8000) << 16) | 0x7F800000 | (mant << 13)).view(np.float32)
-    return np.float32(sign * (1.0 + mant / 1024.0) * 2.0 ** (exp - 15))
+    if exp == 0:  # zero or subnormal: mant * 2**-24, exact in float32
+        value = np.float32(mant) * np.float32(5.960464477539063e-08)
+        return -value if sign else value
+    if exp == 31:  # infinity or NaN
+        return np.uint32(sign | 0x7F800000 | (mant << 13)).view(np.float32)
+    return np.uint32(sign | ((exp + 112) << 23) | (mant << 13)).view(np.float32)
 
 
 def f32_to_f16_bits(f):
@@ -344,11 +347,13 @@ def round_bf16_t(x):
 
 
 def bf16_to_f32_s(raw):
-    return np.float32(bf16_to_f32_t(np.array([raw], np.uint16))[0])
+    # bit views of scalars, not one-element arrays: an array per element cost ~100x the
+    # arithmetic of a bfloat16 kernel's lane loop (BENCHMARKS.md, "bfloat16 on the cpu target")
+    return np.uint32(np.uint32(raw) << np.uint32(16)).view(np.float32)
 
 
 def f32_to_bf16_s(x):
-    return f32_to_bf16_t(np.array([x], np.float32))[0]
+    return f32_bits_to_bf16(np.float32(x).view(np.uint32))
 
 
 def f16_to_f32_s(raw):
