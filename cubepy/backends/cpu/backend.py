@@ -12,6 +12,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,8 @@ class CpuKernel:
         self._grid_fn: Any = None
         self._compiled_keys: set[Any] = set()  # argument types the grid function has
         self.has_dot = any(op.op is Op.DOT for op in walk(fn.body))
+        # per power of two of a launch's array elements: its first times on one thread
+        self._serial_seconds: dict[int, list[float]] = {}
         # per argument: None for an array, else the NumPy scalar type it is passed as
         self.scalar_types = [None if v.type.is_ptr else np.dtype(_register_dtype(v.type.dtype)).type
                              for v in fn.args]
@@ -146,9 +149,13 @@ class CpuKernel:
                                   f"target, got {type(arg).__name__}",
                                   f"pass np.asarray({name}) ({name}.numpy() for a torch CPU "
                                   "tensor), or cube.asarray(..., device='cpu')")
+        # the launch's size, for _run (an array passed twice, as kernels pass a stand-in for
+        # an unused pointer, counts once)
+        elements = sum({id(a): a.size for a, t in zip(arrays, self.scalar_types)
+                        if t is None}.values())
         if self.entry is not None and all(
                 t is not None or a.flags.writeable for a, t in zip(arrays, self.scalar_types)):
-            self._launch_native(grid, arrays)
+            self._launch_native(grid, arrays, elements)
             return
         if self.debug:
             # NumPy scalars warn where compiled code wraps around or gives inf/nan silently
@@ -168,7 +175,24 @@ class CpuKernel:
             with _numba_blas().limit(limits=1):
                 run_grid(self.grid_fn, grid, arrays, parallel=True)
         else:
-            run_grid(self.grid_fn, grid, arrays, parallel=True)
+            self._run(self.grid_fn, grid, arrays, elements)
+
+    def _run(self, grid_fn: Any, grid: tuple[int, int, int], args: list[Any], elements: int
+             ) -> list[Any]:
+        """``run_grid``, on the pool's threads only where this kernel's launches of about
+        ``elements`` (the same power of two) took ``PARALLEL_MIN_SECONDS`` on one thread in
+        each of their first ``SERIAL_SAMPLES``. Waking the pool's threads costs 60-110 us on
+        a 2-core VM, more than a small launch's whole work (BENCHMARKS.md, "Small launches
+        on one thread"); products (dot) always use them."""
+        samples = self._serial_seconds.setdefault(elements.bit_length(), [])
+        if self.has_dot or (len(samples) == SERIAL_SAMPLES
+                            and min(samples) >= PARALLEL_MIN_SECONDS):
+            return run_grid(grid_fn, grid, args, parallel=True)
+        start = time.perf_counter()
+        statuses = run_grid(grid_fn, grid, args, parallel=False)
+        if len(samples) < SERIAL_SAMPLES:
+            samples.append(time.perf_counter() - start)
+        return statuses
 
     def _compile_for(self, arrays: list[Any]) -> None:
         """Has Numba compile the grid function for these arguments now, at cubepy's level,
@@ -184,14 +208,15 @@ class CpuKernel:
             self.grid_fn.compile(signature)
         self._compiled_keys.add(key)
 
-    def _launch_native(self, grid: tuple[int, int, int], values: list[Any]) -> None:
+    def _launch_native(self, grid: tuple[int, int, int], values: list[Any], elements: int
+                       ) -> None:
         args: list[Any] = []
         for value, scalar_type in zip(values, self.scalar_types):
             if scalar_type is None:
                 args += (value.ctypes.data, value.size)
             else:  # ctypes takes NumPy numbers but for bool
                 args.append(int(value) if scalar_type is np.bool_ else value)
-        statuses = run_grid(self.entry, grid, args, parallel=True)
+        statuses = self._run(self.entry, grid, args, elements)
         if any(statuses):
             # error_model='numpy' leaves allocation the one thing compiled code can fail at
             raise LaunchError(f"kernel '{self.fn.name}' failed in compiled code (out of memory?); "
@@ -225,6 +250,12 @@ _AS_IS = frozenset(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, 
 
 
 _pool: ThreadPoolExecutor | None = None
+# A kernel's launches of one size run on the pool's threads once their first SERIAL_SAMPLES
+# on one thread each took this long (CpuKernel._run). On this project's 2-core VMs an add of
+# 256K float32 elements (~60 us) is 2x faster on one thread; an exp (~360 us) 1.2x faster on
+# two, a softmax (~490 us) 1.3x.
+PARALLEL_MIN_SECONDS = 150e-6
+SERIAL_SAMPLES = 2
 
 
 @functools.cache
@@ -263,9 +294,11 @@ def run_grid(grid_fn: Any, grid: tuple[int, int, int], args: list[Any],
     if _pool is None:
         _pool = ThreadPoolExecutor(_threads(), thread_name_prefix="cubepy-cpu")
     bounds = [total * i // workers for i in range(workers + 1)]
+    # the calling thread runs the first chunk itself while the pool's threads wake up
     futures = [_pool.submit(grid_fn, lo, hi, *grid, *args)
-               for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
-    return [future.result() for future in futures]
+               for lo, hi in zip(bounds[1:-1], bounds[2:]) if hi > lo]
+    first = grid_fn(bounds[0], bounds[1], *grid, *args)
+    return [first] + [future.result() for future in futures]
 
 
 def _register_dtype(dtype: dt.DType) -> Any:
