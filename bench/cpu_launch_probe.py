@@ -1,7 +1,7 @@
 """Small launches on the cpu target: microseconds per call of burn ops on tensors of 256 to
-1M float32 elements, and of a small MLP's training step (forward, backward, SGD update), each
-beside torch's CPU eager call in the same process (torch/burn above 1: burn is faster).
-Medians of five batches of calls after a warm-up (which compiles).
+1M float32 elements, of square matmuls, and of a small MLP's training step (forward,
+backward, SGD update), each beside torch's CPU eager call in the same process (torch/burn
+above 1: burn is faster). Medians of five batches of calls after a warm-up (which compiles).
 
     make .venv/.stamp-dev && .venv/bin/python bench/cpu_launch_probe.py
 """
@@ -56,6 +56,15 @@ def op_rows(cpu: burn.Backend, n: int) -> None:
                           "torch_over_burn": round(torch_us / burn_us, 3)}), flush=True)
 
 
+def matmul_row(cpu: burn.Backend, n: int) -> None:
+    values = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    x, t = burn.from_numpy(values, backend=cpu), torch.from_numpy(values)
+    burn_us, torch_us = microseconds(lambda: x @ x), microseconds(lambda: t @ t)
+    print(json.dumps({"op": "matmul", "elements": n * n, "burn_us": round(burn_us, 1),
+                      "torch_us": round(torch_us, 1),
+                      "torch_over_burn": round(torch_us / burn_us, 3)}), flush=True)
+
+
 def mlp_row(cpu: burn.Backend, batch: int, width: int) -> None:
     ad = burn.Autodiff(cpu)
     model = burn.nn.Sequential(burn.nn.Linear(width, width, backend=cpu), burn.nn.ReLU(),
@@ -91,6 +100,8 @@ def main() -> None:
     cpu = burn.Cpu()
     for n in SIZES:
         op_rows(cpu, n)
+    for n in (32, 128, 512):
+        matmul_row(cpu, n)
     for batch, width in ((32, 64), (256, 512)):
         mlp_row(cpu, batch, width)
 

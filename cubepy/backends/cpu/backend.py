@@ -173,7 +173,7 @@ class CpuKernel:
             # each cube's dot calls BLAS; cubes already run on every core, so BLAS's own
             # threads would oversubscribe them (measured 6-9x slower on 2 cores)
             with _numba_blas().limit(limits=1):
-                run_grid(self.grid_fn, grid, arrays, parallel=True)
+                self._run(self.grid_fn, grid, arrays, elements)
         else:
             self._run(self.grid_fn, grid, arrays, elements)
 
@@ -183,10 +183,9 @@ class CpuKernel:
         ``elements`` (the same power of two) took ``PARALLEL_MIN_SECONDS`` on one thread in
         each of their first ``SERIAL_SAMPLES``. Waking the pool's threads costs 60-110 us on
         a 2-core VM, more than a small launch's whole work (BENCHMARKS.md, "Small launches
-        on one thread"); products (dot) always use them."""
+        on one thread")."""
         samples = self._serial_seconds.setdefault(elements.bit_length(), [])
-        if self.has_dot or (len(samples) == SERIAL_SAMPLES
-                            and min(samples) >= PARALLEL_MIN_SECONDS):
+        if len(samples) == SERIAL_SAMPLES and min(samples) >= PARALLEL_MIN_SECONDS:
             return run_grid(grid_fn, grid, args, parallel=True)
         start = time.perf_counter()
         statuses = run_grid(grid_fn, grid, args, parallel=False)
