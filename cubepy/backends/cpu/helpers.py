@@ -303,22 +303,23 @@ def f16_bits_to_f32(h):
 
 
 def f32_to_f16_bits(f):
+    # every case computed and one chosen, no branches: float16 lane loops ran 2x faster so
+    # than with an early return per case (BENCHMARKS.md); round to nearest even throughout
     b = np.int64(np.float32(f).view(np.uint32))
     sign = (b >> 16) & 0x8000
     absb = b & 0x7FFFFFFF
-    if absb > 0x7F800000:  # NaN: sign and payload's high bits; only low bits: a quiet NaN
-        payload = (absb >> 13) & 0x3FF
-        return sign | 0x7C00 | (payload if payload else 0x200)
-    if absb == 0x7F800000:
-        return sign | 0x7C00
-    if absb >= 0x477FF000:  # rounds to at least 65520: infinity
-        return sign | 0x7C00
-    if absb < 0x38800000:  # below the smallest normal float16: subnormal or zero
-        return sign | np.int64(np.rint(abs(np.float64(f)) * 16777216.0))
-    h = (absb - 0x38000000) >> 13
-    rest = absb & 0x1FFF
-    if rest > 0x1000 or (rest == 0x1000 and (h & 1)):
-        h += 1
+    # a normal float16: drop 13 mantissa bits, rounding (a carry moves into the exponent)
+    normal = (absb - 0x38000000 + 0xFFF + ((absb >> 13) & 1)) >> 13
+    # below the smallest normal: |f| * 2**24 (exact in float32), from a finite stand-in for
+    # the values that take another case
+    small = np.uint32(min(absb, 0x38800000)).view(np.float32)
+    subnormal = np.int64(np.rint(small * np.float32(16777216.0)))
+    # NaN: sign and payload's high bits; only low bits: a quiet NaN
+    payload = (absb >> 13) & 0x3FF
+    nan = 0x7C00 | payload | (0x200 if payload == 0 else 0)
+    h = normal if absb >= 0x38800000 else subnormal
+    h = 0x7C00 if absb >= 0x477FF000 else h  # rounds to at least 65520, or infinity
+    h = nan if absb > 0x7F800000 else h
     return sign | h
 
 
