@@ -303,8 +303,9 @@ def f16_bits_to_f32(h):
 
 
 def f32_to_f16_bits(f):
-    # every case computed and one chosen, no branches: float16 lane loops ran 2x faster so
-    # than with an early return per case (BENCHMARKS.md); round to nearest even throughout
+    # every case computed and one chosen, no branches: float16 lane loops ran about 2x faster
+    # this way than with an early return per case (BENCHMARKS.md, "16-bit floats on the cpu
+    # target"); round to nearest even throughout
     b = np.int64(np.float32(f).view(np.uint32))
     sign = (b >> 16) & 0x8000
     absb = b & 0x7FFFFFFF
@@ -349,7 +350,8 @@ def round_bf16_t(x):
 
 def bf16_to_f32_s(raw):
     # bit views of scalars, not one-element arrays: an array per element cost ~100x the
-    # arithmetic of a bfloat16 kernel's lane loop (BENCHMARKS.md, "bfloat16 on the cpu target")
+    # arithmetic of a bfloat16 kernel's lane loop (BENCHMARKS.md, "16-bit floats on the cpu
+    # target")
     return np.uint32(np.uint32(raw) << np.uint32(16)).view(np.float32)
 
 
