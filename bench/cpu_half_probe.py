@@ -10,10 +10,7 @@ element is converted on its way in and out; this measures what those conversions
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,16 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import burn  # noqa: E402
 
-
-def milliseconds(fn: Callable[[], object]) -> float:
-    for _ in range(2):
-        fn()
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return round(statistics.median(times) * 1e3, 2)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from norm_backward_cpu_bench import milliseconds  # noqa: E402
 
 
 def main() -> None:
@@ -44,7 +33,7 @@ def main() -> None:
         row = {"op": name, "shape": [4096, 1024]}
         for dtype in ("float32", "bfloat16", "float16"):
             x = x32.to(dtype)
-            row[f"{dtype}_ms"] = milliseconds(lambda x=x, op=op: op(x))
+            row[f"{dtype}_ms"] = round(milliseconds(lambda x=x, op=op: op(x), samples=5), 2)
         for dtype in ("bfloat16", "float16"):
             row[f"{dtype}_over_float32"] = round(row[f"{dtype}_ms"] / row["float32_ms"], 2)
         print(json.dumps(row), flush=True)

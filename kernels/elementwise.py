@@ -350,6 +350,12 @@ def copy(ctx: Context, x: View) -> View:
     return unary(ctx, "identity", x, x.dtype, x.dtype)
 
 
+def contiguous(ctx: Context, x: View | None) -> View | None:
+    """``x`` itself when it is None or contiguous (kernels that read flat storage take it as
+    it is), else a contiguous copy."""
+    return x if x is None or x.is_contiguous else copy(ctx, x)
+
+
 def copy_into(ctx: Context, target: View, source: View) -> None:
     """Write ``source`` (any layout) into the dense ``target`` of its shape and dtype."""
     if not target.is_contiguous or target.shape != source.shape or \

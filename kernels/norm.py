@@ -130,16 +130,12 @@ def norm_loop_kernel(x, xo, xs0, xs1, xs2, xs3, os0, os1, os2, os3, rd1, rd2, rd
         cube.store(out + out_base[:, None] + cols[None, :], y.to(DT), mask=m)
 
 
-def _dense(ctx: Context, v: View | None) -> View | None:
-    return v if v is None or v.is_contiguous else elementwise.copy(ctx, v)
-
-
 def _normalize(ctx: Context, rms: bool, x: View, k: int, weight: View | None,
                bias: View | None, eps: float, compute: DType, out_dtype: DType) -> View:
     out = ctx.new(x.shape, out_dtype)
     if out.numel == 0:
         return out
-    weight, bias = _dense(ctx, weight), _dense(ctx, bias)
+    weight, bias = elementwise.contiguous(ctx, weight), elementwise.contiguous(ctx, bias)
     w = x if weight is None else weight  # an unused argument still needs an array
     b = x if bias is None else bias
     flags = {"RMS": rms, "HAS_W": weight is not None, "HAS_B": bias is not None, "CT": compute,

@@ -54,7 +54,7 @@ PARAM_BLOCK = 256
 
 @cube.func
 def weighted(gv, w, wo, cols, cm, HAS_W, CT):
-    # g * weight, the weight loaded once per tile and broadcast over its rows
+    # g * weight, the weight loaded once per chunk of columns and broadcast over its rows
     if HAS_W:
         gv = gv * cube.load(w + wo + cols, mask=cm, other=0).to(CT)[None, :]
     return gv
@@ -79,6 +79,11 @@ def norm_grad_tile_kernel(x, xo, g, go, dx, part, n_rows, n_cols, n_tiles, w, wo
     # the parameters' gradients accumulates in registers across its row tiles
     cols = cube.arange(0, BLOCK)
     cm = cols < n_cols
+    # the weight, read once for all the cube's tiles (its loads could alias dx's stores, so
+    # a compiler may not hoist them itself)
+    scale = cube.zeros((BLOCK,), CT) + 1.0
+    if HAS_W:
+        scale = cube.load(w + wo + cols, mask=cm, other=0).to(CT)
     sum_gn = cube.zeros((BLOCK,), CT)
     sum_g = cube.zeros((BLOCK,), CT)
     for tile in range(cube.cube_pos(0), n_tiles, cube.cube_count(0)):
@@ -90,7 +95,7 @@ def norm_grad_tile_kernel(x, xo, g, go, dx, part, n_rows, n_cols, n_tiles, w, wo
         d = centered_tile(v, m, n_cols, RMS)
         rstd = cube.rsqrt(cube.sum(d * d, axis=1) / n_cols + eps)
         n = d * rstd[:, None]
-        gy = weighted(gv, w, wo, cols, cm, HAS_W, CT)
+        gy = gv * scale[None, :]
         cube.store(dx + offs, input_grad(gy, n, rstd, n_cols, RMS).to(DT), mask=m)
         if PARAMS:
             sum_gn = sum_gn + cube.sum(gv * n, axis=0)
@@ -239,8 +244,7 @@ def norm_backward(ctx: Context, x: View, k: int, weight: View | None, d_out: Vie
             return dx, None, None
         zero = creation.full(ctx, (sums, n_cols), 0, compute)
         return dx, _row(zero, 0, shape), None if rms else _row(zero, 1, shape)
-    x, d_out = _dense(ctx, x), _dense(ctx, d_out)
-    weight = None if weight is None else _dense(ctx, weight)
+    x, d_out, weight = (elementwise.contiguous(ctx, v) for v in (x, d_out, weight))
     operands = (x, d_out, dx, weight)
     if pow2(n_cols) <= single_pass_limit(ctx):
         part = _tile_pass(ctx, operands, n_rows, n_cols, eps, rms, params, compute)
@@ -313,10 +317,6 @@ def param_split_rows(ctx: Context, n_rows: int, col_blocks: int, tile_rows: int)
     target = CPU_TARGET_CUBES if ctx.target.startswith("cpu") else TARGET_CUBES
     splits = max(1, min(math.ceil(target / col_blocks), math.ceil(n_rows / (4 * tile_rows))))
     return math.ceil(n_rows / splits)
-
-
-def _dense(ctx: Context, v: View) -> View:
-    return v if v.is_contiguous else elementwise.copy(ctx, v)
 
 
 def _row(matrix: View, i: int, shape: tuple[int, ...]) -> View:

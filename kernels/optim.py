@@ -25,6 +25,7 @@ import math
 import cubepy as cube
 from cubepy.ir.dtypes import DType
 
+from .elementwise import contiguous
 from .layout import Context, View, register, scalar
 
 
@@ -85,15 +86,6 @@ def sgd_kernel(p, po, g, go, b, p_out, qo, b_out, n, lr, momentum, undamped, dec
     cube.store(p_out + qo + idx, (w - lr * grad).to(PT), mask=mask)
 
 
-def _dense(ctx: Context, view: View) -> View:
-    """``view``, copied if it is not contiguous (the kernels read flat storage)."""
-    if view.is_contiguous:
-        return view
-    from .elementwise import copy
-
-    return copy(ctx, view)
-
-
 def adam_numbers(lr: float, betas: tuple[float, float], weight_decay: float, step: int
                  ) -> list[float]:
     """The numbers an Adam step takes that change from step to step, computed in float64:
@@ -124,8 +116,8 @@ def adam(ctx: Context, p: View, g: View, m: View | None, v: View | None, lr: flo
     ``lr``/``step`` are not passed to it; ``in_place`` writes into ``p``, ``m`` and ``v``
     (what a captured step replays)."""
     compute = register(p.dtype)
-    g = _dense(ctx, g)
-    p = p if in_place else _dense(ctx, p)
+    g = contiguous(ctx, g)
+    p = p if in_place else contiguous(ctx, p)
     p_out, m_out, v_out = _outputs(ctx, p, in_place, m, v)
     first = m is None
     n = p.numel
@@ -153,8 +145,8 @@ def sgd(ctx: Context, p: View, g: View, buf: View | None, lr: float, momentum: f
     None at the first step). ``numbers`` (a one-element view holding ``lr``, in the compute
     dtype) and ``in_place`` as in ``adam``."""
     compute: DType = register(p.dtype)
-    g = _dense(ctx, g)
-    p = p if in_place else _dense(ctx, p)
+    g = contiguous(ctx, g)
+    p = p if in_place else contiguous(ctx, p)
     p_out, *state = _outputs(ctx, p, in_place, *((buf,) if momentum else ()))
     b_out = state[0] if momentum else p_out
     first = buf is None

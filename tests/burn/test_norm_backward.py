@@ -18,9 +18,11 @@ from cubepy import config
 from kernels import norm_grad
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
-# (rtol, atol as a fraction of the largest gradient) of one rounding of the result plus the
-# compute dtype's error over a row (16-bit floats compute in float32)
-TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-11}
+# (rtol, atol as a fraction of the largest gradient): two units of rounding of 16-bit results
+# (they compute in float32); float32 and float64, their sums' error over rows of 20000 (about
+# 16 units; the worst seen on cpu, Triton's interpreter and lavapipe was 2.3e-4, 1.8e-3,
+# 1.0e-7 and 2.2e-16 of |want| + the largest gradient)
+TOLERANCE = {"float16": 1e-3, "bfloat16": 8e-3, "float32": 1e-6, "float64": 1e-13}
 # A row in one tile, several normalized axes, a row longer than a tile on every target.
 CASES = [((6, 37), 1), ((3, 5, 8), 2), ((3, 20000), 1)]
 

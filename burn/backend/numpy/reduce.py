@@ -88,8 +88,8 @@ class NumpyReduce(NumpyCore, ReduceOps):
             return self.result(v, out_dtype)
         axes = tuple(range(x.ndim - k, x.ndim))
         with np.errstate(all="ignore"):
-            centered = v if rms else v - v.mean(axis=axes, keepdims=True)
-            y = centered / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + eps)
+            centered, std = _centered(v, axes, eps, rms)
+            y = centered / std
             if weight is not None:
                 y = y * self._values(weight, compute)
             if bias is not None:
@@ -111,8 +111,8 @@ class NumpyReduce(NumpyCore, ReduceOps):
         axes = tuple(range(x.ndim - k, x.ndim))
         leading = tuple(range(x.ndim - k))
         with np.errstate(all="ignore"):
-            centered = v if rms else v - v.mean(axis=axes, keepdims=True)
-            rstd = 1 / np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + eps)
+            centered, std = _centered(v, axes, eps, rms)
+            rstd = 1 / std
             n = centered * rstd
             gy = g if weight is None else g * self._values(weight, compute)
             d = gy - n * (gy * n).mean(axis=axes, keepdims=True)
@@ -123,3 +123,11 @@ class NumpyReduce(NumpyCore, ReduceOps):
                 return dx, None, None
             dw = self.result((g * n).sum(axis=leading), compute)
         return dx, dw, None if rms else self.result(g.sum(axis=leading), compute)
+
+
+def _centered(v: np.ndarray, axes: tuple[int, ...], eps: float, rms: bool
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``v`` minus its mean over ``axes`` (``rms``: ``v`` itself) and ``sqrt(var + eps)``
+    (``rms``: of ``mean(v ** 2)``), the statistics of both norms' forward and backward."""
+    centered = v if rms else v - v.mean(axis=axes, keepdims=True)
+    return centered, np.sqrt((centered * centered).mean(axis=axes, keepdims=True) + eps)
