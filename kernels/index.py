@@ -1,11 +1,11 @@
-"""Indexing kernels: gathers, ``scatter_add``, ``one_hot``, triangles, copies into regions and
+"""Indexing kernels: gathers, ``one_hot``, triangles, copies into regions and
 the range of an index tensor.
 
 Gathers are elementwise over the result. A launcher describes the gathered operand by a view
 *of the result's shape* whose indexed axis has stride 0, plus that axis's real stride: element
 ``e`` reads ``x[element_offset(e) + index[e] * axis_stride]``. torch's ``gather`` and NumPy's
 ``take`` (``index_select``, ``embedding``) differ only in how those two views are laid out, so
-they share one kernel. ``scatter_add`` is the same addressing on the write side, with atomics.
+they share one kernel. ``kernels.scatter`` is the same addressing on the write side, with atomics.
 
 Indices are not checked in the kernels: burn checks them first with ``index_range`` (a
 two-pass min/max reduction whose two numbers the host reads back), so an out-of-range index is
@@ -24,13 +24,12 @@ import cubepy as cube
 from cubepy.ir.dtypes import DType
 
 from .creation import full
-from .elementwise import cast, copy
+from .elementwise import copy
 from .layout import Context, View, launch_plan
 from .strided import element_offset, layout_args, operand_args
 
 BOUNDS_BLOCK = 256  # elements per step of the index-range reduction
 MAX_BOUNDS_CUBES = 512  # partial results of its first pass (read back by one cube)
-SMALL_INTS = ("int8", "int16", "uint8")
 
 
 @cube.kernel
@@ -42,20 +41,6 @@ def gather_kernel(x, xo, xs0, xs1, xs2, xs3, idx, io, is0, is1, is2, is3, out, o
                   other=0).to(cube.int32)
     src = xo + element_offset(e, RANK, d1, d2, d3, xs0, xs1, xs2, xs3) + k * axis_stride
     cube.store(out + oo + e, cube.load(x + src, mask=m, other=0), mask=m)
-
-
-@cube.kernel
-def scatter_add_kernel(src, so, ss0, ss1, ss2, ss3, idx, io, is0, is1, is2, is3, acc, ao, as0,
-                       as1, as2, as3, n, d1, d2, d3, axis_stride, AT: cube.Comptime[object],
-                       RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
-    e = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
-    m = e < n
-    k = cube.load(idx + io + element_offset(e, RANK, d1, d2, d3, is0, is1, is2, is3), mask=m,
-                  other=0).to(cube.int32)
-    v = cube.load(src + so + element_offset(e, RANK, d1, d2, d3, ss0, ss1, ss2, ss3), mask=m,
-                  other=0).to(AT)
-    dst = ao + element_offset(e, RANK, d1, d2, d3, as0, as1, as2, as3) + k * axis_stride
-    cube.atomic_add(acc + dst, v, mask=m)
 
 
 @cube.kernel
@@ -184,38 +169,6 @@ def take(ctx: Context, x: View, index: View, axis: int) -> View:
     index_view = index.with_layout(index.offset, shape, (0,) * len(before) + index.strides
                                    + (0,) * len(after))
     return _gather(ctx, x_view, index_view, x.strides[axis])
-
-
-def accumulator_dtype(target: str, dtype: DType) -> DType:
-    """The dtype ``scatter_add`` accumulates ``dtype`` in on ``target``: its own where the
-    target has atomic adds for it, else 32-bit (16-bit floats in float32, 8/16-bit integers
-    in int32, which wraps around like the narrow sum when cast back)."""
-    atomics = cube.target_info(target.partition(":")[0]).atomic_dtypes
-    if dtype.name in atomics:
-        return dtype
-    if dtype.name in ("float16", "bfloat16") and "float32" in atomics:
-        return cube.float32
-    if dtype.name in SMALL_INTS and "int32" in atomics:
-        return cube.int32
-    raise cube.UnsupportedError(
-        f"scatter_add: the {target} target has no atomic add for {dtype.name} (it has "
-        f"{', '.join(sorted(atomics))})")
-
-
-def scatter_add(ctx: Context, x: View, index: View, src: View, axis: int) -> View:
-    """``x`` plus ``src[i]`` added at ``index[i]`` along ``axis`` (torch's ``scatter_add``):
-    a fresh tensor; ``index`` fits inside ``src``, and inside ``x`` off ``axis``."""
-    acc_dtype = accumulator_dtype(ctx.target, x.dtype)
-    acc = cast(ctx, x, acc_dtype) if acc_dtype != x.dtype else copy(ctx, x)
-    src_view = src.with_layout(src.offset, index.shape, src.strides)
-    acc_view = acc.with_layout(acc.offset, index.shape, _without_axis(acc.strides, axis))
-    for part in launch_plan(index.shape, [src_view, index, acc_view]):
-        block = ctx.block(part.numel)
-        scatter_add_kernel[(cube.cdiv(part.numel, block),)](
-            src.storage, *operand_args(part, 0), index.storage, *operand_args(part, 1),
-            acc.storage, *operand_args(part, 2), *layout_args(part), acc.strides[axis],
-            AT=acc_dtype, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
-    return acc if acc_dtype == x.dtype else cast(ctx, acc, x.dtype)
 
 
 def one_hot(ctx: Context, index: View, classes: int, dtype: DType) -> View:

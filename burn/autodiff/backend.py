@@ -235,6 +235,16 @@ class Autodiff(BackendOps, WrapperBackend):
         return self.record("scatter_add", out, (x, None, src), lambda s: (
             indexing.scatter_add_rule(axis, s(index), src.shape)))
 
+    def scatter_reduce(self, x: View, axis: int, index: View, src: View, op: str,
+                       include_self: bool) -> View:
+        out = self.inner.scatter_reduce(plain(x), axis, plain(index), plain(src), op,
+                                        include_self)
+        extreme = op in ("max", "min")  # their rule compares the inputs with the result
+        return self.record(f"scatter_reduce_{op}", out, (x, None, src), lambda s: (
+            indexing.scatter_reduce_rule(op, include_self, axis, s(x), s(index), s(src),
+                                         s.output() if extreme else None)),
+                           keeps_output=extreme)
+
     def one_hot(self, index: View, num_classes: int, dtype: DType) -> View:
         return self.inner.one_hot(plain(index), num_classes, dtype)
 

@@ -271,15 +271,20 @@ def dropout(attrs: Attributes, x: Tensor, ratio: np.ndarray | None = None,
 
 # ---- scatters ----
 
+_SCATTER_REDUCTIONS = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
+
+
 def _scattered(attrs: Attributes, data: Tensor, axis: int, index: Tensor,
                updates: Tensor) -> Tensor:
-    """``data`` with ``updates`` written (reduction ``none``) or added (``add``) at
-    ``index`` along ``axis``, in scatter_add's layout (``index`` shaped as ``updates``)."""
+    """``data`` with ``updates`` written (reduction ``none``) or combined with it (``add``,
+    ``mul``, ``max``, ``min``) at ``index`` along ``axis``, in scatter_add's layout
+    (``index`` shaped as ``updates``)."""
     reduction = attrs.str("reduction", "none")
-    if reduction == "add":
-        return ops.scatter_add(data, axis, index, updates)
+    if reduction in _SCATTER_REDUCTIONS:
+        return ops.scatter_reduce(data, axis, index, updates, _SCATTER_REDUCTIONS[reduction])
     if reduction != "none":
-        raise attrs.refuse(f"reduction={reduction!r}", "burn scatters with 'none' and 'add'")
+        raise attrs.refuse(f"reduction={reduction!r}", "ONNX's reductions are 'none', 'add', "
+                           "'mul', 'max' and 'min'")
     # written once each (ONNX leaves repeated indices undefined): a mask of the written
     # places, then the sum of the one update that lands on each
     ones = ops.ones(updates.shape, data.dtype, data.backend)

@@ -11,10 +11,11 @@ Rules (the same on every backend):
 - Results keep the input's dtype; ``cat``/``stack`` promote their inputs' dtypes.
   ``one_hot`` and the indices of ``sort``/``argsort``/``topk`` are int64 (int32 on a backend
   without int64).
-- ``scatter_add`` adds with atomics: the order of additions, and so the rounding of float
-  sums, may vary between runs. float16/bfloat16 accumulate in float32 and 8/16-bit integers in
-  int32 (wrapping around like the narrow sum); a dtype a target has no atomic add for
-  (float64 on WebGPU) is refused. bool tensors are refused.
+- ``scatter_add`` and ``scatter_reduce`` combine with atomics: the order of additions and
+  products, and so the rounding of float results, may vary between runs. float16/bfloat16
+  accumulate in float32 and 8/16-bit integers in int32 (wrapping around like the narrow sum
+  or product); a dtype a target has no atomics for (float64 on WebGPU) is refused. bool
+  tensors are refused.
 - ``sort`` is stable: ties keep their original order, ascending and descending; NaN sorts as
   larger than every number (last ascending, first descending); ``topk`` returns its ``k``
   elements sorted, ties by original position.
@@ -38,13 +39,14 @@ from cubepy.ir.dtypes import DType
 
 from ..backend import bounds
 from ..backend.base import Backend, BurnError
-from .creation import from_numpy
+from .creation import from_numpy, full
 from .elementwise import as_tensor_like, check_scalar
 from .tensor import Tensor, normalize_axis, same_backend, tensor_method
 from .views import broadcast_shapes, contiguous, expand, reshape, unsqueeze
 
 __all__ = ["argsort", "cat", "embedding", "gather", "index_select", "masked_fill", "one_hot",
-           "pad", "repeat", "scatter_add", "sort", "stack", "topk", "tril", "triu"]
+           "pad", "repeat", "scatter_add", "scatter_reduce", "sort", "stack", "topk", "tril",
+           "triu"]
 
 INDEX_DTYPES = ("int32", "int64")
 
@@ -153,6 +155,26 @@ def embedding(weight: Tensor, index: Tensor) -> Tensor:
     return Tensor(backend.take(weight.prim, 0, index.prim), backend)
 
 
+def _checked_scatter(op: str, x: Tensor, axis: int, index: Tensor, src: Tensor
+                     ) -> tuple[Backend, int]:
+    """The backend and the normalized axis of a scatter into ``x``, once its operands are
+    checked: dtypes, shapes and the index's range."""
+    _check_index_dtype(op, index)
+    backend = same_backend(op, x, index, src)
+    if src.dtype != x.dtype:
+        raise BurnError(f"{op}: src ({src.dtype.name}, shape {src.shape}) must have the "
+                        f"input's dtype ({x.dtype.name}, shape {x.shape})")
+    if x.dtype.is_bool:
+        verb = "added" if op == "scatter_add" else "reduced"
+        raise BurnError(f"{op}: bool tensors cannot be {verb} (shape {x.shape}); cast with "
+                        ".to(burn.int32)")
+    a = normalize_axis(axis, x.ndim, op)
+    _check_fits(op, index, x, "the input", a)
+    _check_fits(op, index, src, "src", None)
+    _check_index_range(op, index, x.shape[a], a, x.shape)
+    return backend, a
+
+
 @tensor_method
 def scatter_add(x: Tensor, axis: int, index: Tensor, src: Tensor) -> Tensor:
     """A copy of ``x`` with each ``src[i][j]`` added at ``[i][index[i][j]]`` for ``axis=1``
@@ -163,21 +185,51 @@ def scatter_add(x: Tensor, axis: int, index: Tensor, src: Tensor) -> Tensor:
         >>> burn.zeros(3).scatter_add(0, burn.tensor([0, 2, 0]), burn.ones(3)).tolist()
         [2.0, 0.0, 1.0]
     """
-    _check_index_dtype("scatter_add", index)
-    backend = same_backend("scatter_add", x, index, src)
-    if src.dtype != x.dtype:
-        raise BurnError(f"scatter_add: src ({src.dtype.name}, shape {src.shape}) must have the "
-                        f"input's dtype ({x.dtype.name}, shape {x.shape})")
-    if x.dtype.is_bool:
-        raise BurnError(f"scatter_add: bool tensors cannot be added (shape {x.shape}); cast "
-                        "with .to(burn.int32)")
-    a = normalize_axis(axis, x.ndim, "scatter_add")
-    _check_fits("scatter_add", index, x, "the input", a)
-    _check_fits("scatter_add", index, src, "src", None)
-    _check_index_range("scatter_add", index, x.shape[a], a, x.shape)
+    backend, a = _checked_scatter("scatter_add", x, axis, index, src)
     if index.numel() == 0:
         return Tensor(backend.copy(x.prim), backend)
     return Tensor(backend.scatter_add(x.prim, a, index.prim, src.prim), backend)
+
+
+SCATTER_REDUCTIONS = {"sum": "add", "prod": "mul", "mean": "add", "amax": "max", "amin": "min"}
+
+
+@tensor_method
+def scatter_reduce(x: Tensor, axis: int, index: Tensor, src: Tensor, reduce: str,
+                   include_self: bool = True) -> Tensor:
+    """A copy of ``x`` with the ``src`` elements that ``index`` sends to each slot reduced
+    into it (torch's ``scatter_reduce``): ``reduce`` is ``"sum"``, ``"prod"``, ``"mean"``,
+    ``"amax"`` or ``"amin"``; ``include_self=False`` leaves ``x``'s value out of the slots
+    some index names (the others keep it). ``index`` fits as for ``scatter_add``. An integer
+    mean rounds down; float max/min propagate NaN. Gradients flow to ``x`` and ``src``: a
+    max/min's is shared evenly among the values that tie for it, a product's is the product
+    of the slot's other factors (zeros included).
+
+    Example:
+        >>> x, src = burn.tensor([1.0, 5.0, 2.0]), burn.tensor([4.0, 3.0, 9.0])
+        >>> x.scatter_reduce(0, burn.tensor([0, 0, 2]), src, "amax").tolist()
+        [4.0, 5.0, 9.0]
+    """
+    if reduce not in SCATTER_REDUCTIONS:
+        raise BurnError(f"scatter_reduce: unknown reduce={reduce!r}; write one of "
+                        f"{', '.join(map(repr, SCATTER_REDUCTIONS))}")
+    backend, a = _checked_scatter("scatter_reduce", x, axis, index, src)
+    if index.numel() == 0:
+        return Tensor(backend.copy(x.prim), backend)
+    op = SCATTER_REDUCTIONS[reduce]
+    out = Tensor(backend.scatter_reduce(x.prim, a, index.prim, src.prim, op, include_self),
+                 backend)
+    if reduce != "mean":
+        return out
+    # the slot's count of values (at least one: a slot no index names keeps x's value)
+    ones = full(index.shape, 1, dt.int32, backend)
+    start = full(x.shape, int(include_self), dt.int32, backend)
+    count = Tensor(backend.scatter_add(start.prim, a, index.prim, ones.prim), backend)
+    count = count.clamp(min=1)
+    if x.dtype.is_float:
+        compute = dt.float32 if x.dtype.bits < 32 else x.dtype
+        return (out.to(compute) / count.to(compute)).to(x.dtype)
+    return out // count.to(x.dtype)
 
 
 @tensor_method

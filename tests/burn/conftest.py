@@ -15,6 +15,7 @@ import pytest
 
 import burn
 import cubepy as cube
+from cubepy import config
 
 
 def _backend_names() -> list[str]:
@@ -50,6 +51,17 @@ def ref() -> burn.Backend:
 @pytest.fixture
 def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
+
+
+@pytest.fixture
+def aot(monkeypatch: pytest.MonkeyPatch):
+    """Every triton kernel compiled in the test also compiled for sm_90 and gfx942 (the GPU
+    code checked by Triton's whole compiler on a machine without a GPU)."""
+    monkeypatch.setenv("CUBEPY_TRITON_AOT", "cuda:90,hip:gfx942")
+    config.reload()
+    yield
+    monkeypatch.undo()
+    config.reload()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

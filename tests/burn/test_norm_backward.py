@@ -14,7 +14,6 @@ from optest import expect_unsupported, on, random_tensor, strided, supports
 
 import burn
 import cubepy as cube
-from cubepy import config
 from kernels import norm_grad
 
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
@@ -165,16 +164,6 @@ def test_empty_tensors(backend, rng, shape):
     dx, dw, db = gradients(backend, x, 1, weight, weight, x, 1e-5, False)
     assert dx.shape == shape and dw.shape == db.shape == shape[-1:]
     assert not dw.any() and not db.any()
-
-
-@pytest.fixture
-def aot(monkeypatch):
-    """Every triton kernel compiled in the test also compiled for sm_90 and gfx942."""
-    monkeypatch.setenv("CUBEPY_TRITON_AOT", "cuda:90,hip:gfx942")
-    config.reload()
-    yield
-    monkeypatch.undo()
-    config.reload()
 
 
 @pytest.mark.parametrize("rms", [False, True], ids=["layer", "rms"])

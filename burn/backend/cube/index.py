@@ -9,6 +9,7 @@ import cubepy as cube
 from cubepy.ir.dtypes import DType
 from kernels import elementwise as elementwise_kernels
 from kernels import index as index_kernels
+from kernels import scatter as scatter_kernels
 from kernels import sort as sort_kernels
 from kernels.layout import View
 
@@ -33,8 +34,16 @@ class CubeIndex(CubeCore, IndexOps):
 
     def scatter_add(self, x: View, axis: int, index: View, src: View) -> View:
         try:
-            return index_kernels.scatter_add(self.ctx, x, index, src, axis)
+            return scatter_kernels.scatter_add(self.ctx, x, index, src, axis)
         except cube.UnsupportedError as err:  # no atomics for the dtype on this target
+            raise BurnError(str(err)) from None
+
+    def scatter_reduce(self, x: View, axis: int, index: View, src: View, op: str,
+                       include_self: bool) -> View:
+        try:
+            return scatter_kernels.scatter_reduce(self.ctx, x, index, src, axis, op,
+                                                  include_self)
+        except cube.UnsupportedError as err:
             raise BurnError(str(err)) from None
 
     def one_hot(self, index: View, num_classes: int, dtype: DType) -> View:

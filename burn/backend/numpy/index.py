@@ -29,6 +29,14 @@ def _accumulator(dtype: DType) -> np.dtype:
     return register_dtype(dtype)
 
 
+_UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+_IDENTITY = {
+    "add": lambda d: 0, "mul": lambda d: 1,
+    "max": lambda d: -np.inf if d.kind == "f" else np.iinfo(d).min,
+    "min": lambda d: np.inf if d.kind == "f" else np.iinfo(d).max,
+}
+
+
 def _coordinates(shape: Sequence[int], axis: int, index: np.ndarray) -> tuple[Any, ...]:
     """Advanced-indexing coordinates: ``index`` on ``axis``, the position elsewhere."""
     grids = np.indices(shape, sparse=True)
@@ -56,6 +64,17 @@ class NumpyIndex(NumpyCore, IndexOps):
         acc = self.array(x).astype(_accumulator(x.dtype))
         values = self.array(src)[tuple(slice(0, n) for n in idx.shape)].astype(acc.dtype)
         np.add.at(acc, _coordinates(idx.shape, axis, idx), values)
+        return self.result(_as(acc, x.dtype), x.dtype)
+
+    def scatter_reduce(self, x: View, axis: int, index: View, src: View, op: str,
+                       include_self: bool) -> View:
+        idx = self.array(index)
+        acc = self.array(x).astype(_accumulator(x.dtype))
+        values = self.array(src)[tuple(slice(0, n) for n in idx.shape)].astype(acc.dtype)
+        slots = _coordinates(idx.shape, axis, idx)
+        if not include_self:
+            acc[slots] = _IDENTITY[op](acc.dtype)
+        _UFUNCS[op].at(acc, slots, values)
         return self.result(_as(acc, x.dtype), x.dtype)
 
     def one_hot(self, index: View, num_classes: int, dtype: DType) -> View:

@@ -41,6 +41,14 @@ class IndexOps(ABC):
         by ``index[i]`` (torch's ``scatter_add``); ``index`` fits inside ``src``."""
 
     @abstractmethod
+    def scatter_reduce(self, x: View, axis: int, index: View, src: View, op: str,
+                       include_self: bool) -> View:
+        """A copy of ``x`` with ``src[i]`` combined by ``op`` (``add``, ``mul``, ``max``,
+        ``min``) into ``i`` with its axis coordinate replaced by ``index[i]``; without
+        ``include_self`` the slots an index names reduce ``src`` alone (torch's
+        ``scatter_reduce``). Float max/min follow ``np.maximum.at``: NaN wins."""
+
+    @abstractmethod
     def one_hot(self, index: View, num_classes: int, dtype: DType) -> View:
         """``index.shape + (num_classes,)`` of ``dtype``: 1 at each index's class, else 0."""
 
