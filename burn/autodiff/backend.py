@@ -212,6 +212,20 @@ class Autodiff(BackendOps, WrapperBackend):
         return self.record("rms_norm", out, (x, weight), lambda s: reductions.norm_rule(
             s, s(x), k, _optional(s, weight), eps, True, compute))
 
+    def batch_norm(self, x: View, mean: View | None, var: View | None, weight: View | None,
+                   bias: View | None, eps: float, compute: DType, out_dtype: DType
+                   ) -> tuple[View, View, View]:
+        out, batch_mean, batch_var = self.inner.batch_norm(
+            plain(x), _plain(mean), _plain(var), _plain(weight), _plain(bias), eps, compute,
+            out_dtype)
+        own = mean is None  # normalized by the batch's statistics, which depend on x
+        tracked = self.record("batch_norm", out, (x, weight, bias, mean, var), lambda s: (
+            reductions.batch_norm_rule(s, s(x), _optional(s, weight),
+                                       s(batch_mean if own else mean),
+                                       s(batch_var if own else var), own, eps, compute)))
+        # the statistics come back untracked: a module keeps them as buffers
+        return tracked, batch_mean, batch_var
+
     # ---- indexing, joining, sorting ----
 
     def index_range(self, index: View) -> tuple[int, int]:
@@ -309,6 +323,13 @@ class Autodiff(BackendOps, WrapperBackend):
         # untracked: a graph-building backward composes the norms' gradients instead
         return self.inner.norm_backward(plain(x), k, _plain(weight), plain(d_out), eps, rms,
                                         params, compute)
+
+    def batch_norm_backward(self, x: View, d_out: View, mean: View, var: View,
+                            weight: View | None, eps: float, params: bool, compute: DType
+                            ) -> tuple[View, View | None, View | None]:
+        # untracked: a graph-building backward composes batch_norm's gradients instead
+        return self.inner.batch_norm_backward(plain(x), plain(d_out), plain(mean), plain(var),
+                                              _plain(weight), eps, params, compute)
 
     def attention_backward(self, q: View, k: View, v: View, out: View, lse: View, d_out: View,
                            causal: bool, scale: float) -> tuple[View, View, View]:

@@ -208,3 +208,58 @@ def _composed_norm_gradients(x: Tensor, k: int, weight: Tensor | None, grad: Ten
     if not params:
         return rstd * d, None, None
     return rstd * d, _leading_sum(g * normalized, k), None if rms else _leading_sum(g, k)
+
+
+def batch_norm_rule(saved: Saved, x: Tensor, weight: Tensor | None, mean: Tensor, var: Tensor,
+                    own: bool, eps: float, compute: DType) -> Rule:
+    """The rule of ``batch_norm`` (inputs ``x``, weight, bias, mean, var). Normalized by the
+    batch's ``own`` statistics, a plain backward pass runs the backend's fused
+    ``batch_norm_backward``; given statistics (running ones), or a graph-building pass,
+    compose the formulas of differentiable ops."""
+    def rule(grad: Tensor, needs: tuple[bool, ...]) -> tuple[Any, ...]:
+        if own and not saved.create_graph:
+            inner = saved.inner
+            grads = inner.batch_norm_backward(
+                x.prim, grad.prim, mean.prim, var.prim, None if weight is None else weight.prim,
+                eps, needs[1] or needs[2], compute)
+            return (*(Tensor(g, inner) if g is not None and need else None
+                      for g, need in zip(grads, needs)), None, None)
+        return _composed_batch_norm_gradients(x, weight, mean, var, grad, own, eps, compute,
+                                              needs)
+
+    return rule
+
+
+def _composed_batch_norm_gradients(x: Tensor, weight: Tensor | None, mean: Tensor,
+                                   var: Tensor, grad: Tensor, own: bool, eps: float,
+                                   compute: DType, needs: tuple[bool, ...]
+                                   ) -> tuple[Tensor | None, ...]:
+    """``batch_norm``'s gradients in differentiable ops (computed in ``compute``): with its
+    ``own`` statistics recomputed from ``x``, so a graph-building pass differentiates
+    through them; else through the given ``mean`` and ``var`` too."""
+    axes = (0, *range(2, x.ndim))
+    per_channel = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    xf, g = x.to(compute), grad.to(compute)
+    if own:
+        centered = xf - xf.mean(axis=axes, keepdim=True)
+        variance = (centered * centered).mean(axis=axes, keepdim=True)
+    else:
+        centered = xf - mean.to(compute).reshape(per_channel)
+        variance = var.to(compute).reshape(per_channel)
+    rstd = bt.rsqrt(variance + eps)
+    normalized = centered * rstd
+    gy = g if weight is None else g * weight.to(compute).reshape(per_channel)
+    if own:
+        dx = rstd * (gy - gy.mean(axis=axes, keepdim=True)
+                     - normalized * (gy * normalized).mean(axis=axes, keepdim=True))
+    else:
+        dx = gy * rstd
+    wanted = {
+        1: lambda: (g * normalized).sum(axis=axes),
+        2: lambda: g.sum(axis=axes),
+        3: lambda: -(gy * rstd).sum(axis=axes),
+        4: lambda: (gy * centered * rstd * rstd * rstd).sum(axis=axes) * -0.5,
+    }
+    return (dx if needs[0] else None,
+            *(make() if needs[i] and not (own and i > 2) else None
+              for i, make in wanted.items()))

@@ -14,6 +14,7 @@ from typing import Any
 from cubepy.ir import dtypes as dt
 
 from ..backend.base import Backend, BurnError
+from ..tensor import batch_norm as tensor_batch_norm
 from ..tensor import creation, reduce
 from ..tensor.tensor import Tensor
 from .module import Module
@@ -148,38 +149,22 @@ class BatchNorm(Module):
         if x.ndim < 2 or x.shape[1] != channels:
             raise BurnError(f"BatchNorm({channels}): expects inputs (N, {channels}, ...), got "
                             f"shape {x.shape}")
-        axes = (0, *range(2, x.ndim))
-        per_channel = (1, channels) + (1,) * (x.ndim - 2)
-        values = x.to(dt.float32) if x.dtype.bits < 32 else x
-        if self.training or self.running_mean is None:
-            count = x.numel() // channels if channels else 0
-            if self.training and count < 2:
-                raise BurnError(f"BatchNorm({channels}): training needs more than one value "
-                                f"per channel to take a variance, got shape {x.shape}")
-            mean = values.mean(axis=axes, keepdim=True)
-            centered = values - mean
-            var = (centered * centered).mean(axis=axes, keepdim=True)
-            if self.training and self.running_mean is not None:
-                self._track(mean.detach().reshape(channels),
-                            var.detach().reshape(channels) * (count / (count - 1)))
-        else:
-            centered = values - self.running_mean.reshape(per_channel).to(values.dtype)
-            var = self.running_var.reshape(per_channel).to(values.dtype)
-        out = centered * (var + self.eps).rsqrt()
-        if self.weight is not None:
-            out = out * self.weight.reshape(per_channel) + self.bias.reshape(per_channel)
-        return out.to(x.dtype)
+        if self.training and x.numel() // max(channels, 1) < 2:
+            raise BurnError(f"BatchNorm({channels}): training needs more than one value "
+                            f"per channel to take a variance, got shape {x.shape}")
+        tracking = self.training and self.running_mean is not None
+        rate: Any = self.momentum
+        if tracking:
+            counter = self.num_batches_tracked
+            count = counter + 1
+            counter.backend.assign(counter.prim, count.prim)
+            # momentum=None: the mean of every batch's statistics, so the rate 1/count is read
+            # on the device (a captured step's graph replays it with the count it has then)
+            if self.momentum is None:
+                rate = 1.0 / count.to(dt.float32)
+        return tensor_batch_norm.batch_norm(
+            x, self.running_mean, self.running_var, self.weight, self.bias,
+            training=self.training, momentum=rate if tracking else 0.0, eps=self.eps)
 
-    def _track(self, mean: Tensor, unbiased_var: Tensor) -> None:
-        """Count the batch and move the running statistics toward its own, in place."""
-        counter = self.num_batches_tracked
-        count = counter + 1
-        counter.backend.assign(counter.prim, count.prim)
-        # momentum=None: the mean of every batch's statistics, so the rate 1/count is read
-        # on the device (a captured step's graph replays it with the count it has then)
-        rate = 1.0 / count.to(dt.float32) if self.momentum is None else self.momentum
-        for running, batch in ((self.running_mean, mean), (self.running_var, unbiased_var)):
-            moved = running + (batch.to(running.dtype) - running) * rate
-            running.backend.assign(running.prim, moved.to(running.dtype).prim)
 
 BatchNorm1d = BatchNorm2d = BatchNorm3d = BatchNorm  # torch's names: one class, every rank

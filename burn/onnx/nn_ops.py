@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from ..backend.base import BurnError
 from ..tensor.linalg import pool_windows
+from ..tensor.reduce import float_dtypes
 from ..tensor.tensor import Tensor
 from .registry import Attributes, operator, ops
 
@@ -177,20 +178,26 @@ operator("GlobalAveragePool")(_global(ops.mean))
 operator("GlobalMaxPool")(_global(ops.max))
 
 
-def _per_channel(value: Tensor, rank: int) -> Tensor:
-    """A (C,) tensor shaped to broadcast over (N, C, ...)."""
-    return ops.reshape(value, value.shape[0], *([1] * (rank - 2)))
-
-
 @operator("BatchNormalization")
 def batch_norm(attrs: Attributes, x: Tensor, scale: Tensor, bias: Tensor, mean: Tensor,
-               var: Tensor) -> Tensor:
-    if attrs.int("training_mode", 0) or attrs.outputs > 1:
-        raise attrs.refuse("BatchNormalization in training mode",
-                           "export the model in inference mode (model.eval())")
-    factor = ops.rsqrt(var + attrs.float("epsilon", 1e-5)) * scale
-    shift = bias - mean * factor
-    return x * _per_channel(factor, x.ndim) + _per_channel(shift, x.ndim)
+               var: Tensor) -> Tensor | list[Tensor]:
+    eps = attrs.float("epsilon", 1e-5)
+    if not attrs.int("training_mode", 0):
+        if attrs.outputs > 1:
+            raise attrs.refuse("BatchNormalization's running statistics outputs in "
+                               "inference mode", "use Y only (they are outputs of "
+                               "training_mode=1)")
+        return ops.batch_norm(x, mean, var, scale, bias, eps=eps)
+    # training mode (opset 14 on): the batch's statistics normalize, and the running ones
+    # come out moved toward them (ONNX's momentum weighs the old value; the biased variance)
+    compute, out_dtype = float_dtypes(x)
+    backend = x.backend
+    y, batch_mean, batch_var = backend.batch_norm(x.prim, None, None, scale.prim, bias.prim,
+                                                  eps, compute, out_dtype)
+    momentum = attrs.float("momentum", 0.9)
+    moved = [(Tensor(batch, backend).to(old.dtype) * (1 - momentum) + old * momentum)
+             for batch, old in ((batch_mean, mean), (batch_var, var))]
+    return [Tensor(y, backend), *moved][:attrs.outputs]
 
 
 @operator("LayerNormalization")

@@ -1,9 +1,9 @@
 """The ``Tensor`` API; importing this package attaches every op family's methods.
 
-Each family module (``elementwise``, ``views``, ``reduce``, ``index``, ``linalg``,
-``conv_transpose``, ``volume``, ``attention``, ``random``) defines its functions, attaches the
-ones that are methods with ``@tensor_method`` and lists its public functions in ``__all__``;
-``burn`` re-exports them.
+Each family module (``elementwise``, ``views``, ``reduce``, ``batch_norm``, ``index``,
+``linalg``, ``conv_transpose``, ``volume``, ``attention``, ``random``) defines its functions,
+attaches the ones that are methods with ``@tensor_method`` and lists its public functions in
+``__all__``; ``burn`` re-exports them.
 """
 
 from collections.abc import Callable
@@ -11,6 +11,7 @@ from typing import Any
 
 from . import (
     attention,
+    batch_norm,
     conv_transpose,
     creation,
     elementwise,
@@ -23,8 +24,8 @@ from . import (
 )
 from .tensor import Tensor
 
-FAMILIES = (creation, elementwise, views, reduce, index, linalg, conv_transpose, volume,
-            attention, random)
+FAMILIES = (creation, elementwise, views, reduce, batch_norm, index, linalg, conv_transpose,
+            volume, attention, random)
 
 
 def family_functions() -> dict[str, Callable[..., Any]]:

@@ -1,11 +1,12 @@
-"""Reductions, scans and normalizations through ``kernels.reduce``, ``scan``, ``softmax``
-and ``norm``."""
+"""Reductions, scans and normalizations through ``kernels.reduce``, ``scan``, ``softmax``,
+``norm``, ``norm_grad`` and ``batch_norm``."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from cubepy.ir.dtypes import DType
+from kernels import batch_norm as batch_norm_kernels
 from kernels import norm, norm_grad, reduce, scan, softmax
 from kernels.layout import View
 
@@ -49,3 +50,15 @@ class CubeReduce(CubeCore, ReduceOps):
                       ) -> tuple[View, View | None, View | None]:
         return norm_grad.norm_backward(self.ctx, x, k, weight, d_out, eps, rms, params,
                                        compute)
+
+    def batch_norm(self, x: View, mean: View | None, var: View | None, weight: View | None,
+                   bias: View | None, eps: float, compute: DType, out_dtype: DType
+                   ) -> tuple[View, View, View]:
+        return batch_norm_kernels.batch_norm(self.ctx, x, mean, var, weight, bias, eps,
+                                             compute, out_dtype)
+
+    def batch_norm_backward(self, x: View, d_out: View, mean: View, var: View,
+                            weight: View | None, eps: float, params: bool, compute: DType
+                            ) -> tuple[View, View | None, View | None]:
+        return batch_norm_kernels.batch_norm_backward(self.ctx, x, d_out, mean, var, weight,
+                                                      eps, params, compute)

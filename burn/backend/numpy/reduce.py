@@ -124,6 +124,48 @@ class NumpyReduce(NumpyCore, ReduceOps):
             dw = self.result((g * n).sum(axis=leading), compute)
         return dx, dw, None if rms else self.result(g.sum(axis=leading), compute)
 
+    def batch_norm(self, x: View, mean: View | None, var: View | None, weight: View | None,
+                   bias: View | None, eps: float, compute: DType, out_dtype: DType
+                   ) -> tuple[View, View, View]:
+        v = self._values(x, compute)
+        axes, per_channel = _channel_axes(x)
+        with np.errstate(all="ignore"):
+            if mean is None or var is None:
+                m = v.mean(axis=axes)
+                d = v - m.reshape(per_channel)
+                s = (d * d).mean(axis=axes)
+            else:
+                m, s = self._values(mean, compute), self._values(var, compute)
+            y = (v - m.reshape(per_channel)) / np.sqrt(s.reshape(per_channel) + eps)
+            if weight is not None:
+                y = y * self._values(weight, compute).reshape(per_channel)
+            if bias is not None:
+                y = y + self._values(bias, compute).reshape(per_channel)
+        return (self.result(y, out_dtype), self.result(m, compute),
+                self.result(s, compute))
+
+    def batch_norm_backward(self, x: View, d_out: View, mean: View, var: View,
+                            weight: View | None, eps: float, params: bool, compute: DType
+                            ) -> tuple[View, View | None, View | None]:
+        v, g = self._values(x, compute), self._values(d_out, compute)
+        axes, per_channel = _channel_axes(x)
+        with np.errstate(all="ignore"):
+            rstd = 1 / np.sqrt(self._values(var, compute) + eps).reshape(per_channel)
+            n = (v - self._values(mean, compute).reshape(per_channel)) * rstd
+            scale = rstd if weight is None else \
+                rstd * self._values(weight, compute).reshape(per_channel)
+            d = g - g.mean(axis=axes, keepdims=True) - n * (g * n).mean(axis=axes, keepdims=True)
+            dx = self.result(scale * d, x.dtype)
+            if not params:
+                return dx, None, None
+            return (dx, self.result((g * n).sum(axis=axes), compute),
+                    self.result(g.sum(axis=axes), compute))
+
+
+def _channel_axes(x: View) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The axes a batch norm reduces (all but 1), and the shape a (C,) vector broadcasts by."""
+    return (0, *range(2, x.ndim)), (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
 
 def _centered(v: np.ndarray, axes: tuple[int, ...], eps: float, rms: bool
               ) -> tuple[np.ndarray, np.ndarray]:

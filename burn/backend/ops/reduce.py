@@ -68,3 +68,21 @@ class ReduceOps(ABC):
         at ``x`` for the output gradient ``d_out``: ``dx`` in ``x``'s dtype; with ``params``
         the weight's (``d_out * (x - mean) * rstd`` summed over the leading axes) and the
         bias's (``d_out`` summed; None for ``rms``) in ``compute``, else None."""
+
+    @abstractmethod
+    def batch_norm(self, x: View, mean: View | None, var: View | None, weight: View | None,
+                   bias: View | None, eps: float, compute: DType, out_dtype: DType
+                   ) -> tuple[View, View, View]:
+        """``(x - mean) * rsqrt(var + eps) * weight + bias`` with (C,) statistics and
+        parameters along axis 1 of an (N, C, ...) ``x``, computed in ``compute``. Without
+        ``mean`` and ``var``, the batch's own (over every axis but 1; the biased variance).
+        Returns the result and the statistics used, in ``compute``."""
+
+    @abstractmethod
+    def batch_norm_backward(self, x: View, d_out: View, mean: View, var: View,
+                            weight: View | None, eps: float, params: bool, compute: DType
+                            ) -> tuple[View, View | None, View | None]:
+        """The gradients of ``batch_norm`` normalized by the batch's own statistics
+        (``mean``, ``var`` of ``x``) for the output gradient ``d_out``: ``dx`` in ``x``'s
+        dtype; with ``params`` the weight's (``d_out * (x - mean) * rstd`` summed over every
+        axis but 1) and the bias's (``d_out`` summed), in ``compute``, else None."""
