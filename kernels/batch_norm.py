@@ -36,12 +36,12 @@ from .layout import Context, View, scalar
 from .reduce import chunk_end
 from .rows import CPU_LANES, CPU_TARGET_CUBES, launch_options, pow2, tile_elements
 
-CUBES_PER_UNIT = 4  # grad-sum cubes per unit of concurrency (SM, core)
+CUBES_PER_UNIT = 4  # channel-sum cubes per unit of concurrency (SM, core)
 WGSL_SUM_CUBES = 256
 # below it, a tile spans channels (the contiguous axis when S is 1), and the normalizing
 # kernel finds each element's channel by a division instead of one per row of S
 SHORT_POSITIONS = 32
-SUM_TILE = 1024  # elements of a grad-sum tile on a GPU
+SUM_TILE = 1024  # elements of a channel-sum tile on a GPU
 
 
 @cube.func

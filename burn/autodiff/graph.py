@@ -170,10 +170,17 @@ def backward(root: Node, seed: Tensor, backend: Backend | None = None,
     the inner backend and record nothing; with the ``Autodiff`` backend (``seed`` on it) they
     compute on it, so the gradients are tracked and can be differentiated again. Nodes in
     ``stop_at`` count as leaves: the pass gives their gradients and goes no further."""
+    return backward_from({root: seed}, backend, stop_at)
+
+
+def backward_from(seeds: dict[Node, Any], backend: Backend | None = None,
+                  stop_at: Collection[Node] = ()) -> dict[Node, Any]:
+    """``backward`` from several roots at once, each with its gradient in ``seeds``: one
+    pass, in which a node that several roots depend on runs its rule once."""
     create_graph = backend is not None
-    grads: dict[Node, Any] = {root: seed}
+    grads: dict[Node, Any] = dict(seeds)
     leaves: dict[Node, Any] = {}
-    for node in _reverse_topological(root, stop_at):
+    for node in _reverse_topological(list(seeds), stop_at):
         grad = grads.pop(node, None)
         if grad is None:
             continue
@@ -201,23 +208,27 @@ def _fitted(node: Node, parent: Node, grad: Any) -> Any:
     return grad if grad.dtype == parent.dtype else grad.to(parent.dtype)
 
 
-def _reverse_topological(root: Node, stop_at: Collection[Node] = ()) -> list[Node]:
-    """Nodes reachable from ``root`` without passing a node of ``stop_at``, each after every
+def _reverse_topological(roots: list[Node], stop_at: Collection[Node] = ()) -> list[Node]:
+    """Nodes reachable from ``roots`` without passing a node of ``stop_at``, each after every
     node that consumes it (iterative: a long chain of ops must not hit Python's recursion
-    limit)."""
+    limit). A root that another root consumes comes after it, as any node does."""
     order: list[Node] = []
-    seen = {id(root)}
-    stack: list[tuple[Node, int]] = [(root, 0)]
-    while stack:
-        node, i = stack.pop()
-        if i < len(node.parents) and node not in stop_at:
-            stack.append((node, i + 1))
-            parent = node.parents[i]
-            if parent is not None and id(parent) not in seen:
-                seen.add(id(parent))
-                stack.append((parent, 0))
-        else:
-            order.append(node)
+    seen: set[int] = set()
+    for root in roots:  # one depth-first walk each, sharing what they have seen
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack: list[tuple[Node, int]] = [(root, 0)]
+        while stack:
+            node, i = stack.pop()
+            if i < len(node.parents) and node not in stop_at:
+                stack.append((node, i + 1))
+                parent = node.parents[i]
+                if parent is not None and id(parent) not in seen:
+                    seen.add(id(parent))
+                    stack.append((parent, 0))
+            else:
+                order.append(node)
     order.reverse()
     return order
 

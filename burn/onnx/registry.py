@@ -58,11 +58,13 @@ def operator(*names: str, host: Sequence[int] = (), raw: bool = False
 
 class Attributes:
     """A node's attributes, read with the type and default the ONNX specification gives,
-    and the opset the model was exported with (``version``)."""
+    and the opset the model was exported with (``version``). ``state`` keeps what one node
+    carries from call to call (a seeded ``Dropout``'s random stream)."""
 
     def __init__(self, values: dict[str, Any], op_type: str, version: int = 21,
                  outputs: int = 1):
         self.values, self.op_type, self.version, self.outputs = values, op_type, version, outputs
+        self.state: dict[str, Any] = {}
 
     def int(self, name: str, default: int | None = None) -> int:
         return int(self._get(name, default))

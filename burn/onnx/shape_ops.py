@@ -263,10 +263,20 @@ def _moved_last(rank: int, axis: int) -> list[int]:
 @operator("Dropout", host=(1, 2))
 def dropout(attrs: Attributes, x: Tensor, ratio: np.ndarray | None = None,
             training: np.ndarray | None = None) -> list[Tensor]:
-    if training is not None and bool(training.item()):
-        raise attrs.refuse("Dropout with training_mode=True", "train the imported model "
-                           "with burn.nn.Dropout layers, or export it in inference mode")
-    return [x, ops.ones(x.shape, "bool", x.backend)][:attrs.outputs]
+    if training is None or not bool(training.item()):
+        return [x, ops.ones(x.shape, "bool", x.backend)][:attrs.outputs]
+    # training mode: each element kept with probability 1 - ratio and scaled by its inverse;
+    # with a seed, one stream per node, so that successive calls draw new masks
+    p = 0.5 if ratio is None else float(ratio.item())
+    if not 0.0 <= p <= 1.0:
+        raise BurnError(f"Dropout: ratio must be in [0, 1], got {p}")
+    generator = None
+    if attrs.has("seed"):
+        generator = attrs.state.setdefault("generator", ops.Generator(attrs.int("seed")))
+    keep = ops.bernoulli(1.0 - p, x.shape, dtype="bool", backend=x.backend,
+                         generator=generator)
+    scale = 1.0 / (1.0 - p) if p < 1.0 else 0.0
+    return [ops.where(keep, x * scale, ops.zeros_like(x)), keep][:attrs.outputs]
 
 
 # ---- scatters ----

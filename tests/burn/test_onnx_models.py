@@ -298,9 +298,9 @@ def test_unsupported_attribute_values_say_what_to_do():
              (one_node("MaxPool", [f32(1, 1, 2, 2, 2, 2)], {"kernel_shape": [2, 2, 2, 2]}),
               f32(1, 1, 2, 2, 2, 2), "MaxPool: a 4-d MaxPool .* is not supported yet; burn runs "
                                      "1-d to 3-d ones"),
-             (one_node("Dropout", [x, Const(np.array(0.5, np.float32)),
+             (one_node("Dropout", [x, Const(np.array(1.5, np.float32)),
                                    Const(np.array(True))]), x,
-              "training_mode=True is not supported yet"),
+              r"Dropout: ratio must be in \[0, 1\], got 1.5"),
              (one_node("Resize", [volume, None, Const(np.array([1, 1, 2, 2, 2], np.float32))],
                        {"mode": "bicubic"}), volume,
               r"Resize: mode='bicubic' is not one ONNX defines \(nearest, linear, cubic\)"),

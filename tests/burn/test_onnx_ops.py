@@ -327,6 +327,30 @@ def test_float16_models(backend, op):
     compare(one_node(op, inputs), inputs, backend, rtol=2e-2, atol=2e-3)
 
 
+def test_dropout_in_training_mode(backend):
+    """Random, so checked by its properties rather than against the reference: each element
+    kept with probability 1 - ratio and scaled by 1 / (1 - ratio), the mask output saying
+    which; a seeded node draws a new mask on each call and repeats its sequence when loaded
+    again; ratio 0 keeps everything, ratio 1 nothing."""
+    x = np.abs(f32(64, 64)) + 1.0
+
+    def load(ratio, seed=7):
+        model = one_node("Dropout", [x, Const(np.array(ratio, np.float32)),
+                                     Const(np.array(True))], {"seed": seed}, outputs=2)
+        return burn.onnx.load(model.SerializeToString(), backend=backend)
+
+    model = load(0.25)
+    (out, mask), (_, mask2) = model(x), model(x)
+    out, mask = out.numpy(), mask.numpy()
+    assert mask.dtype == np.bool_ and abs((~mask).mean() - 0.25) < 0.04  # 6 sigma of 4096
+    np.testing.assert_allclose(out, np.where(mask, x / 0.75, 0.0), rtol=1e-6)
+    assert (mask != mask2.numpy()).any()  # a new mask per call
+    again = load(0.25)(x)[1].numpy()
+    assert (again == mask).all()  # the same seed, the same sequence
+    assert (load(0.0)(x)[0].numpy() == x).all()
+    assert not load(1.0)(x)[0].numpy().any()
+
+
 def test_every_registered_operator_has_a_case():
     tested = {CASES[name][0] for name in CASES} | {"Constant"}  # Constant: test_onnx_models
     assert set(burn.onnx.OPERATORS) - tested == set()
