@@ -1,9 +1,9 @@
 """The ``Tensor`` API; importing this package attaches every op family's methods.
 
 Each family module (``elementwise``, ``views``, ``reduce``, ``batch_norm``, ``index``,
-``linalg``, ``conv_transpose``, ``volume``, ``attention``, ``random``) defines its functions,
-attaches the ones that are methods with ``@tensor_method`` and lists its public functions in
-``__all__``; ``burn`` re-exports them.
+``scatter``, ``linalg``, ``conv_transpose``, ``volume``, ``attention``, ``random``) defines its
+functions, attaches the ones that are methods with ``@tensor_method`` and lists its public
+functions in ``__all__``; ``burn`` re-exports them.
 """
 
 from collections.abc import Callable
@@ -19,13 +19,14 @@ from . import (
     linalg,
     random,
     reduce,
+    scatter,
     views,
     volume,
 )
 from .tensor import Tensor
 
-FAMILIES = (creation, elementwise, views, reduce, batch_norm, index, linalg, conv_transpose,
-            volume, attention, random)
+FAMILIES = (creation, elementwise, views, reduce, batch_norm, index, scatter, linalg,
+            conv_transpose, volume, attention, random)
 
 
 def family_functions() -> dict[str, Callable[..., Any]]:

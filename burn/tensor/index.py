@@ -1,21 +1,18 @@
-"""Indexing, joining and sorting: gathers and scatters, ``cat``/``stack``/``pad``/``repeat``,
+"""Indexing, joining and sorting: gathers, ``cat``/``stack``/``pad``/``repeat``,
 triangles, ``one_hot``, ``embedding``, ``sort``/``argsort``/``topk``.
 
 Rules (the same on every backend):
 
 - Index tensors are int32 or int64. Every index value must lie in ``[0, size)`` of the axis
-  it indexes: negative indices are refused (as torch's ``gather`` and ``scatter_add`` do),
+  it indexes: negative indices are refused (as torch's ``gather`` and ``scatter_add`` do;
+  ``x[index]`` alone takes them from the end, as torch's and NumPy's indexing do),
   and an out-of-range index raises ``BurnError`` naming the op, the range of the index
   values and the shape. The check reads the index's min and max back to the host: one small
   reduction and a synchronization per indexing op.
 - Results keep the input's dtype; ``cat``/``stack`` promote their inputs' dtypes.
   ``one_hot`` and the indices of ``sort``/``argsort``/``topk`` are int64 (int32 on a backend
   without int64).
-- ``scatter_add`` and ``scatter_reduce`` combine with atomics: the order of additions and
-  products, and so the rounding of float results, may vary between runs. float16/bfloat16
-  accumulate in float32 and 8/16-bit integers in int32 (wrapping around like the narrow sum
-  or product); a dtype a target has no atomics for (float64 on WebGPU) is refused. bool
-  tensors are refused.
+- The scatters (``scatter_add``, ``scatter_reduce``) live in ``burn.tensor.scatter``.
 - ``sort`` is stable: ties keep their original order, ascending and descending; NaN sorts as
   larger than every number (last ascending, first descending); ``topk`` returns its ``k``
   elements sorted, ties by original position.
@@ -39,14 +36,13 @@ from cubepy.ir.dtypes import DType
 
 from ..backend import bounds
 from ..backend.base import Backend, BurnError
-from .creation import from_numpy, full
-from .elementwise import as_tensor_like, check_scalar
+from .creation import from_numpy
+from .elementwise import as_tensor_like, check_scalar, where
 from .tensor import Tensor, normalize_axis, same_backend, tensor_method
 from .views import broadcast_shapes, contiguous, expand, reshape, unsqueeze
 
 __all__ = ["argsort", "cat", "embedding", "gather", "index_select", "masked_fill", "one_hot",
-           "pad", "repeat", "scatter_add", "scatter_reduce", "sort", "stack", "topk", "tril",
-           "triu"]
+           "pad", "repeat", "sort", "stack", "topk", "tril", "triu"]
 
 INDEX_DTYPES = ("int32", "int64")
 
@@ -72,21 +68,27 @@ def _check_index_dtype(op: str, index: Any) -> None:
 
 
 def _check_index_range(op: str, index: Tensor, size: int, axis: int,
-                       shape: tuple[int, ...]) -> None:
-    """``BurnError`` unless every value of ``index`` is in ``[0, size)``."""
+                       shape: tuple[int, ...], wrap: bool = False) -> bool:
+    """``BurnError`` unless every value of ``index`` is in ``[0, size)`` (with ``wrap``, in
+    ``[-size, size)``: negative ones count from the end). Returns whether some are negative."""
     if index.numel() == 0:
-        return
+        return False
     storage = getattr(index.prim, "storage", None)
     bounds.index_limit(storage, size)
     known = bounds.known_bounds(storage)
     if known is not None and known[0] >= 0 and known[1] < size:  # no device read needed
-        return
+        return False
     lo, hi = index.backend.index_range(index.prim)
-    if lo < 0 or hi >= size:
-        valid = f"[0, {size - 1}]" if size else "none (the axis is empty)"
+    if lo < (-size if wrap else 0) or hi >= size:
+        if not size:
+            valid = "none (the axis is empty)"
+        elif wrap:
+            valid = f"[{-size}, {size - 1}] (negative ones count from the end)"
+        else:
+            valid = f"[0, {size - 1}] (negative indices are not accepted)"
         raise BurnError(f"{op}: index values span [{lo}, {hi}] but axis {axis} of shape {shape} "
-                        f"has size {size}; valid indices: {valid} (negative indices are not "
-                        f"accepted)")
+                        f"has size {size}; valid indices: {valid}")
+    return lo < 0
 
 
 def _check_fits(op: str, index: Tensor, other: Tensor, what: str, skip: int | None) -> None:
@@ -122,18 +124,28 @@ def index_select(x: Tensor, axis: int, index: Tensor) -> Tensor:
     """The slices of ``x`` along ``axis`` that ``index`` names (torch's ``index_select``).
     An index of any shape is accepted, as NumPy's ``take``: the result's shape is
     ``x.shape[:axis] + index.shape + x.shape[axis + 1:]``. ``x[index]`` is
-    ``x.index_select(0, index)``.
+    ``x.index_select(0, index)``, except that there, as in torch and NumPy, negative indices
+    count from the end.
 
     Example:
         >>> burn.tensor([[1, 2], [3, 4], [5, 6]])[burn.tensor([2, 0])].tolist()
         [[5, 6], [1, 2]]
+        >>> burn.tensor([1, 2, 3])[burn.tensor([-1, 0])].tolist()
+        [3, 1]
     """
-    _check_index_dtype("index_select", index)
-    backend = same_backend("index_select", x, index)
-    a = normalize_axis(axis, x.ndim, "index_select")
+    return selected(x, axis, index, wrap=False)
+
+
+def selected(x: Tensor, axis: int, index: Tensor, wrap: bool) -> Tensor:
+    """``index_select``; with ``wrap``, negative indices count from the end (``x[index]``)."""
+    op = "indexing" if wrap else "index_select"
+    _check_index_dtype(op, index)
+    backend = same_backend(op, x, index)
+    a = normalize_axis(axis, x.ndim, op)
     if x.ndim == 0:
-        raise BurnError("index_select: needs a tensor of at least one dimension, got shape ()")
-    _check_index_range("index_select", index, x.shape[a], a, x.shape)
+        raise BurnError(f"{op}: needs a tensor of at least one dimension, got shape ()")
+    if _check_index_range(op, index, x.shape[a], a, x.shape, wrap):
+        index = where(index < 0, index + x.shape[a], index)
     return Tensor(backend.take(x.prim, a, index.prim), backend)
 
 
@@ -153,83 +165,6 @@ def embedding(weight: Tensor, index: Tensor) -> Tensor:
     backend = same_backend("embedding", weight, index)
     _check_index_range("embedding", index, weight.shape[0], 0, weight.shape)
     return Tensor(backend.take(weight.prim, 0, index.prim), backend)
-
-
-def _checked_scatter(op: str, x: Tensor, axis: int, index: Tensor, src: Tensor
-                     ) -> tuple[Backend, int]:
-    """The backend and the normalized axis of a scatter into ``x``, once its operands are
-    checked: dtypes, shapes and the index's range."""
-    _check_index_dtype(op, index)
-    backend = same_backend(op, x, index, src)
-    if src.dtype != x.dtype:
-        raise BurnError(f"{op}: src ({src.dtype.name}, shape {src.shape}) must have the "
-                        f"input's dtype ({x.dtype.name}, shape {x.shape})")
-    if x.dtype.is_bool:
-        verb = "added" if op == "scatter_add" else "reduced"
-        raise BurnError(f"{op}: bool tensors cannot be {verb} (shape {x.shape}); cast with "
-                        ".to(burn.int32)")
-    a = normalize_axis(axis, x.ndim, op)
-    _check_fits(op, index, x, "the input", a)
-    _check_fits(op, index, src, "src", None)
-    _check_index_range(op, index, x.shape[a], a, x.shape)
-    return backend, a
-
-
-@tensor_method
-def scatter_add(x: Tensor, axis: int, index: Tensor, src: Tensor) -> Tensor:
-    """A copy of ``x`` with each ``src[i][j]`` added at ``[i][index[i][j]]`` for ``axis=1``
-    (torch's ``scatter_add``); ``index`` has ``x``'s rank, is no larger than ``src``, and no
-    larger than ``x`` off ``axis``. Repeated indices add up.
-
-    Example:
-        >>> burn.zeros(3).scatter_add(0, burn.tensor([0, 2, 0]), burn.ones(3)).tolist()
-        [2.0, 0.0, 1.0]
-    """
-    backend, a = _checked_scatter("scatter_add", x, axis, index, src)
-    if index.numel() == 0:
-        return Tensor(backend.copy(x.prim), backend)
-    return Tensor(backend.scatter_add(x.prim, a, index.prim, src.prim), backend)
-
-
-SCATTER_REDUCTIONS = {"sum": "add", "prod": "mul", "mean": "add", "amax": "max", "amin": "min"}
-
-
-@tensor_method
-def scatter_reduce(x: Tensor, axis: int, index: Tensor, src: Tensor, reduce: str,
-                   include_self: bool = True) -> Tensor:
-    """A copy of ``x`` with the ``src`` elements that ``index`` sends to each slot reduced
-    into it (torch's ``scatter_reduce``): ``reduce`` is ``"sum"``, ``"prod"``, ``"mean"``,
-    ``"amax"`` or ``"amin"``; ``include_self=False`` leaves ``x``'s value out of the slots
-    some index names (the others keep it). ``index`` fits as for ``scatter_add``. An integer
-    mean rounds down; float max/min propagate NaN. Gradients flow to ``x`` and ``src``: a
-    max/min's is shared evenly among the values that tie for it, a product's is the product
-    of the slot's other factors (zeros included).
-
-    Example:
-        >>> x, src = burn.tensor([1.0, 5.0, 2.0]), burn.tensor([4.0, 3.0, 9.0])
-        >>> x.scatter_reduce(0, burn.tensor([0, 0, 2]), src, "amax").tolist()
-        [4.0, 5.0, 9.0]
-    """
-    if reduce not in SCATTER_REDUCTIONS:
-        raise BurnError(f"scatter_reduce: unknown reduce={reduce!r}; write one of "
-                        f"{', '.join(map(repr, SCATTER_REDUCTIONS))}")
-    backend, a = _checked_scatter("scatter_reduce", x, axis, index, src)
-    if index.numel() == 0:
-        return Tensor(backend.copy(x.prim), backend)
-    op = SCATTER_REDUCTIONS[reduce]
-    out = Tensor(backend.scatter_reduce(x.prim, a, index.prim, src.prim, op, include_self),
-                 backend)
-    if reduce != "mean":
-        return out
-    # the slot's count of values (at least one: a slot no index names keeps x's value)
-    ones = full(index.shape, 1, dt.int32, backend)
-    start = full(x.shape, int(include_self), dt.int32, backend)
-    count = Tensor(backend.scatter_add(start.prim, a, index.prim, ones.prim), backend)
-    count = count.clamp(min=1)
-    if x.dtype.is_float:
-        compute = dt.float32 if x.dtype.bits < 32 else x.dtype
-        return (out.to(compute) / count.to(compute)).to(x.dtype)
-    return out // count.to(x.dtype)
 
 
 @tensor_method
@@ -313,7 +248,8 @@ def pad(x: Tensor, pads: Sequence[int], value: Any = 0, mode: str = "constant") 
     last axis backwards, ``(last_before, last_after, second_last_before, ...)``. ``mode``:
     ``"constant"`` fills with ``value``; ``"reflect"`` mirrors the tensor about its edge
     elements (pads shorter than the axis), ``"replicate"`` repeats the edge elements,
-    ``"circular"`` wraps around (pads at most the axis). Negative pads are refused.
+    ``"circular"`` wraps around (pads at most the axis). A negative count crops that many
+    elements (a view) before the other pads apply to what is left.
 
     Example:
         >>> burn.pad(burn.ones((1, 2)), (1, 0, 0, 1)).tolist()
@@ -325,14 +261,14 @@ def pad(x: Tensor, pads: Sequence[int], value: Any = 0, mode: str = "constant") 
     if len(pads) % 2 or len(pads) > 2 * x.ndim:
         raise BurnError(f"pad: pads {tuple(pads)} must be pairs, at most two per axis of shape "
                         f"{x.shape}")
-    if any(p < 0 for p in pads):
-        raise BurnError(f"pad: negative pads {tuple(pads)} (cropping) are not supported; slice "
-                        f"the tensor of shape {x.shape} instead")
     if mode not in PAD_MODES:
         raise BurnError(f"pad: mode must be one of {', '.join(PAD_MODES)}, got {mode!r}")
     pairs = [(0, 0)] * x.ndim
     for i in range(len(pads) // 2):
         pairs[x.ndim - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    if any(p < 0 for p in pads):
+        x = _cropped(x, pairs, pads)
+        pairs = [(max(before, 0), max(after, 0)) for before, after in pairs]
     if mode != "constant":
         if value != 0:
             raise BurnError(f"pad: a value ({value!r}) is only used by mode='constant', not "
@@ -347,6 +283,19 @@ def pad(x: Tensor, pads: Sequence[int], value: Any = 0, mode: str = "constant") 
                         f"dtype {x.dtype.name}")
     check_scalar("pad", value, x.dtype, "pass a value the tensor's dtype holds")
     return Tensor(x.backend.pad(x.prim, pairs, value), x.backend)
+
+
+def _cropped(x: Tensor, pairs: list[tuple[int, int]], pads: list[int]) -> Tensor:
+    """``x`` without the elements the negative counts of ``pairs`` crop (a view)."""
+    for axis, (before, after) in enumerate(pairs):
+        start, stop = max(-before, 0), x.shape[axis] - max(-after, 0)
+        if stop < start:
+            raise BurnError(f"pad: pads {tuple(pads)} crop {start + x.shape[axis] - stop} "
+                            f"elements of axis {axis}, which has {x.shape[axis]} (shape "
+                            f"{x.shape})")
+        if (start, stop) != (0, x.shape[axis]):
+            x = x.narrow(axis, start, stop - start)
+    return x
 
 
 def _pad_table(x: Tensor, axis: int, before: int, after: int, mode: str) -> Tensor:

@@ -322,9 +322,12 @@ def _int_index(k: Any, x: Tensor) -> int:
 @tensor_method
 def __getitem__(x: Tensor, key: Any) -> Tensor:  # noqa: N807 - the indexing protocol
     """Basic indexing: ints, slices with steps (negative too), ``None`` and ``...``; a view.
-    An integer tensor index selects along the first axis (``index_select``)."""
+    An integer tensor index selects along the first axis (``index_select``; negative indices
+    count from the end)."""
     if isinstance(key, Tensor) and not key.dtype.is_bool:
-        return x.index_select(0, key)  # type: ignore[attr-defined]
+        from .index import selected  # index imports views: resolved at the call
+
+        return selected(x, 0, key, wrap=True)
     items = _index_tuple(key)
     # identity, never ==: `k == ...` on a tensor or an array index is elementwise
     ellipses = [i for i, k in enumerate(items) if k is Ellipsis]

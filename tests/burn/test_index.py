@@ -57,6 +57,24 @@ def test_index_select(backend, ref, rng, index_dtype):
     check(lambda b: on(b, x).index_select(1, on(b, np.array(4, index_dtype))), backend, ref)
 
 
+@pytest.mark.parametrize("index_dtype", ["int32", "int64"])
+def test_negative_indices_count_from_the_end_in_brackets(backend, ref, rng, index_dtype):
+    """``x[index]`` takes negative indices from the end (torch's and NumPy's indexing), on
+    uploaded indices and on ones computed on the device, and its gradient goes back there."""
+    x = random_tensor(rng, (5, 3), "float32")
+    idx = np.array([[-1, 0], [2, -5]], index_dtype)
+    check(lambda b: strided(b, x, "transposed")[on(b, idx)], backend, ref)
+    np.testing.assert_array_equal(on(backend, x)[on(backend, idx)].numpy(), x[idx])
+    computed = on(backend, np.array([1, 2], index_dtype)) - 3  # [-2, -1], no host bounds
+    np.testing.assert_array_equal(on(backend, x)[computed].numpy(), x[[-2, -1]])
+    ad = burn.Autodiff(backend)
+    leaf = burn.from_numpy(x, backend=ad).require_grad()
+    grad = leaf[burn.from_numpy(idx, backend=ad)].sum().backward()[leaf].numpy()
+    want = np.zeros_like(x)
+    np.add.at(want, idx, 1.0)
+    np.testing.assert_array_equal(grad, want)
+
+
 @pytest.mark.parametrize("kind", ["contiguous", "transposed"])
 def test_embedding(backend, ref, rng, kind):
     weight = random_tensor(rng, (10, 8), "float32")
@@ -171,6 +189,32 @@ def test_pad_modes(backend, rng, mode):
                                   np.pad(ints, (3, 2), mode=NUMPY_PAD_MODES[mode]))
 
 
+#: torch's F.pad of arange(5) (torch 2.13, written out): a negative count crops first, then
+#: the others pad what is left
+CROPS = {("constant", (-1, 2)): [1, 2, 3, 4, 0, 0], ("constant", (-3, 2)): [3, 4, 0, 0],
+         ("reflect", (-1, 2)): [1, 2, 3, 4, 3, 2], ("reflect", (2, -1)): [2, 1, 0, 1, 2, 3],
+         ("replicate", (2, -1)): [0, 0, 0, 1, 2, 3], ("replicate", (-2, -1)): [2, 3],
+         ("circular", (-1, 2)): [1, 2, 3, 4, 1, 2], ("circular", (2, -1)): [2, 3, 0, 1, 2, 3]}
+
+
+@pytest.mark.parametrize("mode, pads", sorted(CROPS), ids=str)
+def test_negative_pads_crop(backend, mode, pads):
+    x = on(backend, np.arange(5, dtype=np.float32))
+    assert burn.pad(x, pads, mode=mode).tolist() == CROPS[mode, pads]
+
+
+def test_cropping_on_views_with_gradients(backend, ref, rng):
+    x = random_tensor(rng, (3, 5, 4), "float32")
+    check(lambda b: burn.pad(strided(b, x, "transposed"), (1, -2, -1, 0, 0, -3), value=7.0),
+          backend, ref)
+    ad = burn.Autodiff(backend)
+    leaf = burn.from_numpy(x, backend=ad).require_grad()
+    grad = burn.pad(leaf, (-1, 2, 0, -4)).sum().backward()[leaf].numpy()
+    want = np.zeros_like(x)
+    want[:, :1, 1:] = 1.0  # the elements the crop keeps
+    np.testing.assert_array_equal(grad, want)
+
+
 def test_pad_int_and_bool(backend, ref, rng):
     xi = random_tensor(rng, (3, 4), "int32")
     check(lambda b: burn.pad(on(b, xi), (1, 1), value=9), backend, ref)
@@ -241,6 +285,10 @@ def test_out_of_range_index(backend):
     with pytest.raises(burn.BurnError, match=r"index_select: index values span \[-1, 1\] .*"
                                              r"negative indices are not accepted"):
         x.index_select(0, negative)
+    with pytest.raises(burn.BurnError, match=r"indexing: index values span \[-4, 1\] but axis 0 "
+                                             r"of shape \(3, 4\) has size 3; valid indices: "
+                                             r"\[-3, 2\] \(negative ones count from the end\)"):
+        x[on(backend, np.array([1, -4], "int64"))]
     with pytest.raises(burn.BurnError, match=r"embedding: index values span \[0, 5\] but axis 0 "
                                              r"of shape \(3, 4\)"):
         burn.embedding(x, bad)
@@ -332,8 +380,9 @@ def test_bad_arguments(backend):
         burn.cat([x, idx])
     with pytest.raises(burn.BurnError, match=r"stack: tensors must have one shape"):
         burn.stack([x, idx])
-    with pytest.raises(burn.BurnError, match=r"pad: negative pads \(-1, 0\)"):
-        burn.pad(x, (-1, 0))
+    with pytest.raises(burn.BurnError, match=r"pad: pads \(-3, -2\) crop 5 elements of axis 1, "
+                                             r"which has 4 \(shape \(3, 4\)\)"):
+        burn.pad(x, (-3, -2))
     with pytest.raises(burn.BurnError, match=r"pad: mode='reflect' pads axis 1 \(size 4\) "
                                              r"by at most 3 on each side, got \(4, 0\)"):
         burn.pad(x, (4, 0), mode="reflect")
