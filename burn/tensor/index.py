@@ -59,7 +59,8 @@ def index_dtype(backend: Backend) -> DType:
     return dt.int64 if "int64" in backend.dtypes else dt.int32
 
 
-def _check_index_dtype(op: str, index: Any) -> None:
+def check_index_dtype(op: str, index: Any) -> None:
+    """``BurnError`` unless ``index`` is an int32 or int64 tensor."""
     if not isinstance(index, Tensor):
         raise BurnError(f"{op}: the index must be a tensor, got {type(index).__name__}")
     if index.dtype.name not in INDEX_DTYPES:
@@ -67,7 +68,7 @@ def _check_index_dtype(op: str, index: Any) -> None:
                         f"(shape {index.shape})")
 
 
-def _check_index_range(op: str, index: Tensor, size: int, axis: int,
+def check_index_range(op: str, index: Tensor, size: int, axis: int,
                        shape: tuple[int, ...], wrap: bool = False) -> bool:
     """``BurnError`` unless every value of ``index`` is in ``[0, size)`` (with ``wrap``, in
     ``[-size, size)``: negative ones count from the end). Returns whether some are negative."""
@@ -91,7 +92,7 @@ def _check_index_range(op: str, index: Tensor, size: int, axis: int,
     return lo < 0
 
 
-def _check_fits(op: str, index: Tensor, other: Tensor, what: str, skip: int | None) -> None:
+def check_fits(op: str, index: Tensor, other: Tensor, what: str, skip: int | None) -> None:
     """``index``'s shape fits inside ``other``'s on every axis but ``skip``."""
     if index.ndim != other.ndim:
         raise BurnError(f"{op}: the index (shape {index.shape}) must have as many dimensions as "
@@ -111,11 +112,11 @@ def gather(x: Tensor, axis: int, index: Tensor) -> Tensor:
         >>> burn.tensor([[1, 2], [3, 4]]).gather(1, burn.tensor([[1, 1], [0, 1]])).tolist()
         [[2, 2], [3, 4]]
     """
-    _check_index_dtype("gather", index)
+    check_index_dtype("gather", index)
     backend = same_backend("gather", x, index)
     a = normalize_axis(axis, x.ndim, "gather")
-    _check_fits("gather", index, x, "the input", a)
-    _check_index_range("gather", index, x.shape[a], a, x.shape)
+    check_fits("gather", index, x, "the input", a)
+    check_index_range("gather", index, x.shape[a], a, x.shape)
     return Tensor(backend.gather(x.prim, a, index.prim), backend)
 
 
@@ -139,12 +140,12 @@ def index_select(x: Tensor, axis: int, index: Tensor) -> Tensor:
 def selected(x: Tensor, axis: int, index: Tensor, wrap: bool) -> Tensor:
     """``index_select``; with ``wrap``, negative indices count from the end (``x[index]``)."""
     op = "indexing" if wrap else "index_select"
-    _check_index_dtype(op, index)
+    check_index_dtype(op, index)
     backend = same_backend(op, x, index)
     a = normalize_axis(axis, x.ndim, op)
     if x.ndim == 0:
         raise BurnError(f"{op}: needs a tensor of at least one dimension, got shape ()")
-    if _check_index_range(op, index, x.shape[a], a, x.shape, wrap):
+    if check_index_range(op, index, x.shape[a], a, x.shape, wrap):
         index = where(index < 0, index + x.shape[a], index)
     return Tensor(backend.take(x.prim, a, index.prim), backend)
 
@@ -161,9 +162,9 @@ def embedding(weight: Tensor, index: Tensor) -> Tensor:
     if weight.ndim != 2:
         raise BurnError(f"embedding: the weight must be 2-D (rows, features), got shape "
                         f"{weight.shape}")
-    _check_index_dtype("embedding", index)
+    check_index_dtype("embedding", index)
     backend = same_backend("embedding", weight, index)
-    _check_index_range("embedding", index, weight.shape[0], 0, weight.shape)
+    check_index_range("embedding", index, weight.shape[0], 0, weight.shape)
     return Tensor(backend.take(weight.prim, 0, index.prim), backend)
 
 
@@ -387,7 +388,7 @@ def one_hot(index: Tensor, num_classes: int = -1) -> Tensor:
         >>> burn.one_hot(burn.tensor([0, 2]), 3).tolist()
         [[1, 0, 0], [0, 0, 1]]
     """
-    _check_index_dtype("one_hot", index)
+    check_index_dtype("one_hot", index)
     if num_classes == -1:
         if index.numel() == 0:
             raise BurnError(f"one_hot: cannot infer num_classes from an empty index (shape "
@@ -395,7 +396,7 @@ def one_hot(index: Tensor, num_classes: int = -1) -> Tensor:
         num_classes = index.backend.index_range(index.prim)[1] + 1
     if num_classes < 0:
         raise BurnError(f"one_hot: num_classes must be positive or -1, got {num_classes}")
-    _check_index_range("one_hot", index, num_classes, index.ndim, index.shape + (num_classes,))
+    check_index_range("one_hot", index, num_classes, index.ndim, index.shape + (num_classes,))
     dtype = index_dtype(index.backend)
     return Tensor(index.backend.one_hot(index.prim, int(num_classes), dtype), index.backend)
 

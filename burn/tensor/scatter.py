@@ -17,7 +17,7 @@ from cubepy.ir import dtypes as dt
 
 from ..backend.base import Backend, BurnError
 from .creation import full
-from .index import _check_fits, _check_index_dtype, _check_index_range
+from .index import check_fits, check_index_dtype, check_index_range
 from .tensor import Tensor, normalize_axis, same_backend, tensor_method
 
 __all__ = ["scatter_add", "scatter_reduce"]
@@ -27,7 +27,7 @@ def _checked_scatter(op: str, x: Tensor, axis: int, index: Tensor, src: Tensor
                      ) -> tuple[Backend, int]:
     """The backend and the normalized axis of a scatter into ``x``, once its operands are
     checked: dtypes, shapes and the index's range."""
-    _check_index_dtype(op, index)
+    check_index_dtype(op, index)
     backend = same_backend(op, x, index, src)
     if src.dtype != x.dtype:
         raise BurnError(f"{op}: src ({src.dtype.name}, shape {src.shape}) must have the "
@@ -37,9 +37,9 @@ def _checked_scatter(op: str, x: Tensor, axis: int, index: Tensor, src: Tensor
         raise BurnError(f"{op}: bool tensors cannot be {verb} (shape {x.shape}); cast with "
                         ".to(burn.int32)")
     a = normalize_axis(axis, x.ndim, op)
-    _check_fits(op, index, x, "the input", a)
-    _check_fits(op, index, src, "src", None)
-    _check_index_range(op, index, x.shape[a], a, x.shape)
+    check_fits(op, index, x, "the input", a)
+    check_fits(op, index, src, "src", None)
+    check_index_range(op, index, x.shape[a], a, x.shape)
     return backend, a
 
 
