@@ -220,8 +220,10 @@ def pad(attrs: Attributes, x: Tensor, pads: np.ndarray | None = None,
     count = len(padded_axes)
     before, after = dict(zip(padded_axes, listed[:count])), dict(zip(padded_axes,
                                                                      listed[count:]))
-    if any(p < 0 for p in listed):
-        raise attrs.refuse("a negative pad (a crop)", "crop with Slice")
+    if mode != "constant" and any(p < 0 for p in listed):
+        # ONNX leaves the order of a crop and a mirrored pad unsaid: constant mode only
+        raise attrs.refuse(f"a negative pad (a crop) with mode={mode!r}", "crop with Slice, "
+                           "or pad in constant mode")
     torch_order = []  # burn.pad lists (before, after) from the last axis backwards
     for axis in reversed(range(x.ndim)):
         torch_order += [before.get(axis, 0), after.get(axis, 0)]

@@ -327,6 +327,21 @@ def test_float16_models(backend, op):
     compare(one_node(op, inputs), inputs, backend, rtol=2e-2, atol=2e-3)
 
 
+def test_negative_pads_crop(backend):
+    """ONNX's negative pads remove elements (its reference evaluator, NumPy's pad, refuses
+    them): in constant mode, the crop and the pad of each axis, against NumPy slicing."""
+    x = f32(3, 5, 4)
+    pads = np.array([0, -2, 1, -1, 2, -1], np.int64)  # begins, then ends, per axis
+    model = one_node("Pad", [x, Const(pads), Const(np.array(9.0, np.float32))], {})
+    got = burn.onnx.load(model.SerializeToString(), backend=backend)(x).numpy()
+    want = np.pad(x[:2, 2:, :3], [(0, 0), (0, 2), (1, 0)], constant_values=9.0)
+    np.testing.assert_array_equal(got, want)
+    edge = one_node("Pad", [x, Const(pads)], {"mode": "edge"})
+    with pytest.raises(burn.BurnError, match=r"a negative pad \(a crop\) with mode='edge' is "
+                                             r"not supported"):
+        burn.onnx.load(edge.SerializeToString(), backend=backend)(x)
+
+
 def test_dropout_in_training_mode(backend):
     """Random, so checked by its properties rather than against the reference: each element
     kept with probability 1 - ratio and scaled by 1 / (1 - ratio), the mask output saying
