@@ -4,8 +4,8 @@ A read by index (``gather``, ``take``: ``index_select``, ``embedding``, ``x[inde
 its gradient back by a scatter-add into zeros, so repeated indices add up; ``scatter_add``
 passes the gradient through to its input and gathers it for ``src``; ``scatter_reduce``'s
 max/min share it among the values that tie for a slot's result, its product sends each
-factor the product of the others; ``cat`` and ``pad``
-slice it; a sort's values scatter it back to where each value came from.
+factor the product of the others; ``cat`` and ``pad`` slice it; a sort's values scatter it
+back to where each value came from.
 
 Example:
     >>> ad = burn.Autodiff(burn.Cpu())
