@@ -161,6 +161,58 @@ def test_scatter_reduce_ties_share_the_gradient(backend):
     assert src.grad(grads).tolist() == [0.5, 0.5, 0.0, 1.0]
 
 
+UFUNCS = {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "amax", "amin"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_index_add_and_index_reduce(backend, rng, axis, reduce):
+    """The slice-wise forms against NumPy's ``ufunc.at`` along an axis (``index_add`` with
+    an alpha for ``sum``), on a transposed view."""
+    x = _factors(rng, (4, 5, 3))
+    a = axis % 3
+    index = rng.integers(0, x.shape[a], 7)
+    source = _factors(rng, x.shape[:a] + (7,) + x.shape[a + 1:])
+    want = x.astype(np.float64)
+    moved = np.moveaxis(want, a, 0)  # a view: ufunc.at on it writes into want
+    scale = 0.5 if reduce == "sum" else 1.0
+    UFUNCS[reduce].at(moved, index, np.moveaxis(source, a, 0).astype(np.float64) * scale)
+    xt = strided(backend, x, "transposed")
+    if reduce == "sum":
+        got = xt.index_add(axis, on(backend, index), on(backend, source), alpha=0.5)
+    else:
+        got = xt.index_reduce(axis, on(backend, index), on(backend, source), reduce)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_index_add_gradients(backend, rng):
+    index = np.array([2, 0, 2])
+
+    def fn(x, source):
+        added = x.index_add(1, burn.from_numpy(index, backend=x.backend), source, alpha=3)
+        return added.index_reduce(0, burn.from_numpy(np.array([1, 1]), backend=x.backend),
+                                  added[:2] * 0.5, "amax")
+
+    values = rng.permutation(np.linspace(-2.0, 2.0, 24))
+    check_gradients(fn, [values[:12].reshape(3, 4), values[12:21].reshape(3, 3)], backend,
+                    "float32", rng)
+
+
+def test_index_add_errors(backend):
+    x = on(backend, np.zeros((3, 4), np.float32))
+    with pytest.raises(burn.BurnError, match=r"index_add: the index must be 1-D, got shape "
+                                             r"\(1, 2\)"):
+        x.index_add(0, on(backend, np.zeros((1, 2), np.int64)), x[:2])
+    with pytest.raises(burn.BurnError, match=r"index_add: source has shape \(2, 3\); expected "
+                                             r"\(2, 4\)"):
+        x.index_add(0, on(backend, np.zeros(2, np.int64)), x[:2, :3])
+    with pytest.raises(burn.BurnError, match=r"index_reduce: index values span \[0, 3\]"):
+        x.index_reduce(0, on(backend, np.array([0, 3])), x[:2], "prod")
+    xi = on(backend, np.zeros(3, np.int32))
+    with pytest.raises(burn.BurnError, match=r"index_add: alpha must be an int for int32"):
+        xi.index_add(0, on(backend, np.array([0])), xi[:1], alpha=0.5)
+
+
 def test_scatter_reduce_errors(backend):
     x = on(backend, np.zeros((3, 4), np.float32))
     idx = on(backend, np.zeros((2, 4), np.int64))
