@@ -26,7 +26,7 @@ from cubepy.ir.dtypes import DType
 from .creation import full
 from .elementwise import copy
 from .layout import Context, View, launch_plan
-from .strided import element_offset, layout_args, operand_args
+from .strided import element_offset, layout_args, operand_args, without_axis
 
 BOUNDS_BLOCK = 256  # elements per step of the index-range reduction
 MAX_BOUNDS_CUBES = 512  # partial results of its first pass (read back by one cube)
@@ -147,14 +147,10 @@ def _gather(ctx: Context, x: View, index: View, axis_stride: int) -> View:
     return out
 
 
-def _without_axis(strides: Sequence[int], axis: int) -> tuple[int, ...]:
-    return tuple(0 if d == axis else s for d, s in enumerate(strides))
-
-
 def gather(ctx: Context, x: View, index: View, axis: int) -> View:
     """``out[..., i, ...] = x[..., index[..., i, ...], ...]`` along ``axis`` (torch's gather);
     ``index`` has ``x``'s rank and fits inside ``x`` on every other axis."""
-    x_view = x.with_layout(x.offset, index.shape, _without_axis(x.strides, axis))
+    x_view = x.with_layout(x.offset, index.shape, without_axis(x.strides, axis))
     return _gather(ctx, x_view, index, x.strides[axis])
 
 

@@ -20,16 +20,16 @@ Example:
 
 from __future__ import annotations
 
-import numpy as np
-
 import cubepy as cube
 from cubepy.ir.dtypes import DType
 
 from .elementwise import cast, copy
 from .layout import Context, View, launch_plan, scalar
-from .strided import element_offset, layout_args, operand_args
+from .rows import identity
+from .strided import element_offset, layout_args, operand_args, without_axis
 
 SCATTER_OPS = ("add", "mul", "max", "min")
+REDUCTION_OF = {"add": "sum", "mul": "prod", "max": "max", "min": "min"}  # rows.identity's
 SMALL_INTS = ("int8", "int16", "uint8")
 # the bits a float product's compare-and-swap tests: NaN slots compare equal to themselves
 _BITS = {"float32": cube.int32, "float64": cube.int64}
@@ -105,24 +105,10 @@ def accumulator_dtype(target: str, dtype: DType, op: str = "add") -> DType:
         f"{', '.join(sorted(atomics))})")
 
 
-def identity(op: str, dtype: DType) -> int | float:
-    """The value that leaves any ``dtype`` value unchanged under ``op``."""
-    if op in ("add", "mul"):
-        return int(op == "mul") if dtype.is_int else float(op == "mul")
-    if dtype.is_float:
-        return float("-inf") if op == "max" else float("inf")
-    info = np.iinfo(dtype.numpy)
-    return int(info.min if op == "max" else info.max)
-
-
-def _without_axis(strides: tuple[int, ...], axis: int) -> tuple[int, ...]:
-    return tuple(0 if d == axis else s for d, s in enumerate(strides))
-
-
 def _slot_launches(ctx: Context, index: View, others: list[View], acc: View, axis: int):
     """Each launch's part of the index's shape and its block: operands ``others``, the index
     and the slots of ``acc`` (the axis's coordinate comes from the index)."""
-    slots = acc.with_layout(acc.offset, index.shape, _without_axis(acc.strides, axis))
+    slots = acc.with_layout(acc.offset, index.shape, without_axis(acc.strides, axis))
     for part in launch_plan(index.shape, [*others, index, slots]):
         yield part, ctx.block(part.numel)
 
@@ -146,7 +132,7 @@ def scatter_reduce(ctx: Context, x: View, index: View, src: View, axis: int, op:
     acc_dtype = accumulator_dtype(ctx.target, x.dtype, op)
     acc = cast(ctx, x, acc_dtype) if acc_dtype != x.dtype else copy(ctx, x)
     if not include_self:
-        _fill_slots(ctx, acc, index, axis, identity(op, acc_dtype))
+        _fill_slots(ctx, acc, index, axis, identity(REDUCTION_OF[op], acc_dtype))
     src_view = src.with_layout(src.offset, index.shape, src.strides)
     bits = _BITS.get(acc_dtype.name) if op == "mul" else None
     for part, block in _slot_launches(ctx, index, [src_view], acc, axis):

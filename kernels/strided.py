@@ -13,6 +13,7 @@ Example (inside a kernel):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import cubepy as cube
@@ -59,3 +60,9 @@ def operand_args(part: LaunchPart, index: int) -> list[Any]:
 def layout_args(part: LaunchPart) -> list[int]:
     """The shared kernel arguments of ``part``: the element count and ``d1, d2, d3``."""
     return [part.numel, *part.layout.dims]
+
+
+def without_axis(strides: Sequence[int], axis: int) -> tuple[int, ...]:
+    """``strides`` with ``axis``'s set to 0: a view that reads one slice along it, for the
+    gathers and scatters, which add the index's own offset along ``axis``."""
+    return tuple(0 if d == axis else s for d, s in enumerate(strides))

@@ -66,7 +66,7 @@ def batch_norm(x: Tensor, running_mean: Tensor | None = None,
     channels = x.shape[1]
     count = x.numel() // channels if channels else 0
     own = training or running_mean is None
-    if own and count < 2 and training:
+    if training and count < 2:
         raise BurnError(f"batch_norm: training needs more than one value per channel to take "
                         f"a variance, got shape {x.shape}")
     compute, out_dtype = float_dtypes(x)

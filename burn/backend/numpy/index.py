@@ -7,8 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 from kernels.layout import View
+from kernels.rows import identity
+from kernels.scatter import REDUCTION_OF
 
 from ..ops.index import IndexOps
 from .core import NumpyCore, register_dtype
@@ -30,11 +33,6 @@ def _accumulator(dtype: DType) -> np.dtype:
 
 
 _UFUNCS = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
-_IDENTITY = {
-    "add": lambda d: 0, "mul": lambda d: 1,
-    "max": lambda d: -np.inf if d.kind == "f" else np.iinfo(d).min,
-    "min": lambda d: np.inf if d.kind == "f" else np.iinfo(d).max,
-}
 
 
 def _coordinates(shape: Sequence[int], axis: int, index: np.ndarray) -> tuple[Any, ...]:
@@ -73,7 +71,7 @@ class NumpyIndex(NumpyCore, IndexOps):
         values = self.array(src)[tuple(slice(0, n) for n in idx.shape)].astype(acc.dtype)
         slots = _coordinates(idx.shape, axis, idx)
         if not include_self:
-            acc[slots] = _IDENTITY[op](acc.dtype)
+            acc[slots] = identity(REDUCTION_OF[op], dt.from_numpy(acc.dtype))
         _UFUNCS[op].at(acc, slots, values)
         return self.result(_as(acc, x.dtype), x.dtype)
 
