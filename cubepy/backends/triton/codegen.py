@@ -430,7 +430,11 @@ class TritonEmitter(ArithMixin, BlockCopyEmitter, ReductionEmitter, PyEmitter):
 
         if op.op is Op.ATOMIC_CAS:
             cmp, val = rest
-            self.assign(op, f"tl.atomic_cas({self.n(ptr)}, {tile(cmp)}, {tile(val)})")
+            fn = "tl.atomic_cas"
+            if ptr.type.dtype.is_float:
+                fn = "_atomic_cas_bits"
+                self.helpers.add(fn)
+            self.assign(op, f"{fn}({self.n(ptr)}, {tile(cmp)}, {tile(val)})")
             return
         val = rest[0]
         mask = rest[1] if len(rest) > 1 else None

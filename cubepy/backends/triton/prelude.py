@@ -355,6 +355,18 @@ def _atomic_max_nan(ptr, val, mask=None):
 def _atomic_min_nan(ptr, val, mask=None):
     return _atomic_minmax_nan(ptr, val, mask, False)
 ''',
+    # A float compare-and-swap on the value's bits (what the hardware compares anyway):
+    # Triton before 3.9 lowers tl.atomic_cas on floats for NVIDIA only (on AMD, LLVM's
+    # cmpxchg takes integers, and compiling for gfx942 fails).
+    "_atomic_cas_bits": '''
+@triton.jit
+def _atomic_cas_bits(ptr, cmp, val):
+    BITS: tl.constexpr = val.dtype.primitive_bitwidth
+    IT: tl.constexpr = tl.int16 if BITS == 16 else (tl.int32 if BITS == 32 else tl.int64)
+    got = tl.atomic_cas(ptr.to(tl.pointer_type(IT), bitcast=True), cmp.to(IT, bitcast=True),
+                        val.to(IT, bitcast=True))
+    return got.to(val.dtype, bitcast=True)
+''',
 }
 ATOMICS = {"add": "tl.atomic_add", "max": "tl.atomic_max", "min": "tl.atomic_min",
            "xchg": "tl.atomic_xchg", "and": "tl.atomic_and", "or": "tl.atomic_or",
