@@ -37,6 +37,7 @@ from cubepy.ir.dtypes import DType
 
 from .layout import Context, View, register, scalar
 from .rows import (
+    Group,
     RowProblem,
     identity,
     lane_splits,
@@ -51,7 +52,7 @@ from .strided import element_offset
 REDUCE_OPS = ("sum", "prod", "max", "min", "any", "all", "mean")
 ARG_OPS = ("argmax", "argmin")
 # The op that combines the partial results of each op when a row is split over cubes.
-_COMBINE = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all",
+COMBINE = {"sum": "sum", "prod": "prod", "max": "max", "min": "min", "any": "any", "all": "all",
             "sqdev": "sum", "sumexp": "sum"}
 
 
@@ -228,7 +229,12 @@ class Plan:
 
 def plan(ctx: Context, problem: RowProblem, chunk: int | None = None) -> Plan:
     """The tile of ``problem`` and its split (``chunk`` columns per cube if given)."""
-    rows, cols = problem.rows, problem.cols
+    return tile_plan(ctx, problem.rows, problem.cols, chunk)
+
+
+def tile_plan(ctx: Context, rows: Group, cols: Group, chunk: int | None = None) -> Plan:
+    """``plan`` for rows addressed by ``rows`` reducing the axes of ``cols`` (the groups of
+    one view, or of several operands read together)."""
     tall = rows.rank == 0 and cols.rank != 0
     lanes = ctx.target.startswith("cpu")
     shape = lane_tile_shape if lanes else functools.partial(tile_shape, ctx)
@@ -255,8 +261,8 @@ def _run_reduce(ctx: Context, op: str, post: str, problem: RowProblem, how: Plan
         **launch_options(ctx, how.tile_rows * how.block))
 
 
-def _reduce_rows(ctx: Context, op: str, post: str, problem: RowProblem, compute: DType,
-                 out: View, center: View | None, divisor: float) -> None:
+def reduce_rows(ctx: Context, op: str, post: str, problem: RowProblem, compute: DType,
+                out: View, center: View | None, divisor: float) -> None:
     """``op`` over every row of ``problem`` into ``out``; few long rows are split over
     cubes and their partial results reduced by a second launch."""
     how = plan(ctx, problem)
@@ -265,8 +271,15 @@ def _reduce_rows(ctx: Context, op: str, post: str, problem: RowProblem, compute:
         return
     partials = ctx.new((problem.rows.numel, how.splits), compute)
     _run_reduce(ctx, op, "scale", problem, how, compute, partials, center, 1.0)
-    _reduce_rows(ctx, _COMBINE[op], post, row_problem(ctx, partials, (1,)), compute, out,
-                 center, divisor)
+    reduce_partials(ctx, op, post, partials, compute, out, center, divisor)
+
+
+def reduce_partials(ctx: Context, op: str, post: str, partials: View, compute: DType,
+                    out: View, center: View | None = None, divisor: float = 1.0) -> None:
+    """The second launch of a split ``op``: each row of ``partials`` (one value per cube of
+    the first) combined into ``out``."""
+    reduce_rows(ctx, COMBINE[op], post, row_problem(ctx, partials, (1,)), compute, out,
+                center, divisor)
 
 
 def chunk_totals(ctx: Context, op: str, problem: RowProblem, compute: DType, chunk: int
@@ -279,7 +292,7 @@ def chunk_totals(ctx: Context, op: str, problem: RowProblem, compute: DType, chu
     return out
 
 
-def _check_axes(x: View, axes: Sequence[int]) -> tuple[int, ...]:
+def check_axes(x: View, axes: Sequence[int]) -> tuple[int, ...]:
     axes = tuple(sorted(set(int(a) for a in axes)))
     if any(not 0 <= a < x.ndim for a in axes):
         raise ValueError(f"axes {axes} out of range for a view of {x.ndim} dimensions")
@@ -290,7 +303,7 @@ def _reduce(ctx: Context, op: str, post: str, x: View, axes: Sequence[int], comp
             out_dtype: DType, center: View | None = None, divisor: float = 1.0) -> View:
     out = ctx.new(tuple(n for a, n in enumerate(x.shape) if a not in axes), out_dtype)
     if out.numel:
-        _reduce_rows(ctx, op, post, row_problem(ctx, x, axes), compute, out, center, divisor)
+        reduce_rows(ctx, op, post, row_problem(ctx, x, axes), compute, out, center, divisor)
     return out
 
 
@@ -302,15 +315,22 @@ def reduce(ctx: Context, op: str, x: View, axes: Sequence[int], compute: DType,
     Example:
         >>> reduce(ctx, "mean", x, (0, 2), cube.float32, cube.float16)  # doctest: +SKIP
     """
+    axes = check_axes(x, axes)
+    op, compute, divisor = kernel_op(op, x.shape, axes, compute)
+    return _reduce(ctx, op, "scale", x, axes, compute, out_dtype, divisor=divisor)
+
+
+def kernel_op(op: str, shape: Sequence[int], axes: Sequence[int], compute: DType
+              ) -> tuple[str, DType, float]:
+    """What ``reduce``'s ``op`` runs in the kernel: the op, its accumulator and the divisor
+    of the result (a mean is a sum over the count; ``any``/``all`` accumulate in int32)."""
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduction {op!r}; ops: {', '.join(REDUCE_OPS)}")
-    axes = _check_axes(x, axes)
     if op in ("any", "all"):
-        compute = cube.int32
+        return op, cube.int32, 1.0
     if op == "mean":
-        count = math.prod(x.shape[a] for a in axes)
-        return _reduce(ctx, "sum", "scale", x, axes, compute, out_dtype, divisor=count)
-    return _reduce(ctx, op, "scale", x, axes, compute, out_dtype)
+        return "sum", compute, math.prod(shape[a] for a in axes)
+    return op, compute, 1.0
 
 
 def variance(ctx: Context, x: View, axes: Sequence[int], correction: float, sqrt: bool,
@@ -321,7 +341,7 @@ def variance(ctx: Context, x: View, axes: Sequence[int], correction: float, sqrt
     Example:
         >>> variance(ctx, x, (1,), 1, False, cube.float32, cube.float32)  # doctest: +SKIP
     """
-    axes = _check_axes(x, axes)
+    axes = check_axes(x, axes)
     count = math.prod(x.shape[a] for a in axes)
     mean = _reduce(ctx, "sum", "scale", x, axes, compute, compute, divisor=count)
     return _reduce(ctx, "sqdev", "sqrt" if sqrt else "scale", x, axes, compute, out_dtype,
@@ -335,7 +355,7 @@ def logsumexp(ctx: Context, x: View, axes: Sequence[int], compute: DType, out_dt
     Example:
         >>> logsumexp(ctx, x, (1,), cube.float32, cube.float32)  # doctest: +SKIP
     """
-    axes = _check_axes(x, axes)
+    axes = check_axes(x, axes)
     peak = _reduce(ctx, "max", "scale", x, axes, compute, compute)
     return _reduce(ctx, "sumexp", "lse", x, axes, compute, out_dtype, center=peak)
 
@@ -349,7 +369,7 @@ def max_and_exp_sum(ctx: Context, x: View, axes: Sequence[int], compute: DType
     Example:
         >>> peak, total = max_and_exp_sum(ctx, x, (0,), cube.float32)  # doctest: +SKIP
     """
-    axes = _check_axes(x, axes)
+    axes = check_axes(x, axes)
     peak = _reduce(ctx, "max", "scale", x, axes, compute, compute)
     return peak, _reduce(ctx, "sumexp", "scale", x, axes, compute, compute, center=peak)
 
@@ -386,7 +406,7 @@ def argreduce(ctx: Context, op: str, x: View, axes: Sequence[int], out_dtype: DT
     """
     if op not in ARG_OPS:
         raise ValueError(f"unknown arg reduction {op!r}; ops: {', '.join(ARG_OPS)}")
-    axes = _check_axes(x, axes)
+    axes = check_axes(x, axes)
     out = ctx.new(tuple(n for a, n in enumerate(x.shape) if a not in axes), out_dtype)
     if out.numel:
         _arg_rows(ctx, op, row_problem(ctx, x, axes), out, None)

@@ -32,7 +32,7 @@ from ..backend import backend_for, default_backend
 from ..backend.base import Backend, BurnError, WrapperBackend
 from ..backend.cube.core import CubeCore
 from ..backend.ops import BackendOps, ElementwiseOps
-from . import codegen
+from . import codegen, reduction
 from .graph import (
     MAX_OPS,
     Constant,
@@ -49,11 +49,14 @@ from .graph import (
 class FusionStats:
     """What a ``Fusion`` backend has done: ``launches`` of kernels for pending values (a
     value of one op runs the inner backend's own kernel), the elementwise ``ops`` they
-    computed, and the distinct generated ``kernels`` (plans) among them."""
+    computed, the distinct generated ``kernels`` (plans) among them, and the
+    ``reductions`` among the launches (a reduction that computed its input's pending ops in
+    its own kernel)."""
 
     launches: int = 0
     ops: int = 0
     kernels: int = 0
+    reductions: int = 0
 
 
 def _realized_arg(backend: Fusion, value: Any) -> Any:
@@ -193,6 +196,25 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
         else:
             return view
         return View(storage, view.offset, view.shape, view.strides, view.dtype)
+
+    # ---- reductions: their input's pending ops computed in their kernel ----
+
+    def reduce(self, op: str, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
+               ) -> View:
+        lazy = x.storage
+        if type(lazy) is Lazy and x.dtype == lazy.dtype and reads_in_order(x, lazy, x.shape):
+            with self._lock:
+                fused = (reduction.fused_reduce(self.inner.ctx, op, lazy, axes, compute,
+                                                out_dtype) if lazy.real is None else None)
+                if fused is not None:
+                    out, traced = fused
+                    self.stats.launches += 1
+                    self.stats.reductions += 1
+                    self.stats.ops += traced.ops
+                    self._plans.add(("reduce", traced.key))
+                    self.stats.kernels = len(self._plans)
+                    return out
+        return self.inner.reduce(op, self.realized(x), axes, compute, out_dtype)
 
     # ---- writes in place: after every pending read of the memory they write ----
 

@@ -30,12 +30,13 @@ from __future__ import annotations
 import hashlib
 import linecache
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import cubepy as cube
 from cubepy.ir import dtypes as dt
-from kernels import elementwise
+from kernels import elementwise, reduce
 from kernels.layout import Context, View, launch_plan
 from kernels.strided import element_offset, layout_args, operand_args
 
@@ -114,7 +115,7 @@ def kernel_source(name: str, key: tuple[Any, ...]) -> str:
     for i, ordered in enumerate(in_order):  # a leaf in order needs no strides
         params += [f"x{i}", f"x{i}o"] + ([] if ordered else [f"x{i}s{j}" for j in range(4)])
     params += [f"c{i}" for i in range(len(constant_dtypes))]
-    params += [f"s{j}" for j in range(sum(_scalar_count(step) for step in steps))]
+    params += [f"s{j}" for j in range(sum(scalar_count(step) for step in steps))]
     params += ["out", "n"] if dense else ["out", "oo", "n", "d1", "d2", "d3",
                                           "RANK: cube.Comptime[int]"]
     params.append("BLOCK: cube.Comptime[int]")
@@ -127,17 +128,20 @@ def kernel_source(name: str, key: tuple[Any, ...]) -> str:
         # masked lanes read 1: defined for every op (log, 1/x, ...), as in the unfused kernels
         lines.append(f"    x{i}v = cube.load(x{i} + x{i}o + {where}, mask=m, other=1)")
     for j, step in enumerate(steps):
-        lines.append(f"    t{j} = {_expression(step)}")
+        lines.append(f"    t{j} = {expression(step)}")
     lines.append(f"    cube.store(out + {'idx' if dense else 'oo + idx'}, t{len(steps) - 1}, "
                  "mask=m)")
     return "\n".join(lines) + "\n"
 
 
-def _scalar_count(step: Step) -> int:
+def scalar_count(step: Step) -> int:
+    """The runtime scalars (clamp's bounds) ``step`` takes."""
     return len(step[1]) // 2 if step[0] == "clamp" else 0  # "lo"/"hi": 1, "lohi": 2
 
 
-def _expression(step: Step) -> str:
+def expression(step: Step) -> str:
+    """The cubepy expression of ``step``: its operands are ``x{i}v`` (a leaf's loaded
+    values), ``c{i}`` (a constant) or ``t{i}`` (an earlier step), its scalars ``s{j}``."""
     kind, name, compute, refs, first_scalar, dtype = step
     args = [{"x": f"x{i}v", "c": f"c{i}", "t": f"t{i}"}[tag] for tag, i in refs]
     ct, out = f"D_{compute}", f"D_{dtype}"
@@ -155,31 +159,37 @@ def _expression(step: Step) -> str:
     return f"{value}.to({out})"
 
 
-_NAMESPACE: dict[str, Any] = {
+#: the names a generated kernel's text may use
+NAMESPACE: dict[str, Any] = {
     "cube": cube, "apply_unary": elementwise.apply_unary,
     "apply_binary": elementwise.apply_binary, "element_offset": element_offset,
+    # a fused reduction's (burn/fusion/reduction.py): kernels.reduce's row kernel parts
+    "chunk_end": reduce.chunk_end, "prepare": reduce.prepare, "combine": reduce.combine,
+    "finish": reduce.finish,
     **{f"D_{d.name}": d for d in dt.ALL},
 }
 _kernels: dict[tuple[Any, ...], Any] = {}
 _lock = threading.Lock()
 
 
-def kernel_for(key: tuple[Any, ...]) -> Any:
-    """The kernel for ``key``, generated on first use. Its source is registered with
-    ``linecache`` under ``<burn.fusion NAME>``, so cubepy reads it as it reads a file and an
-    error in it shows the generated line; the name is a digest of the key, the same in every
-    process (cubepy's disk cache finds the compiled kernel again)."""
+def kernel_for(key: tuple[Any, ...], prefix: str = "fused",
+               source: Callable[[str, tuple[Any, ...]], str] = kernel_source) -> Any:
+    """The kernel for ``key``, its text written by ``source(name, key)`` on first use. Its
+    source is registered with ``linecache`` under ``<burn.fusion NAME>``, so cubepy reads it
+    as it reads a file and an error in it shows the generated line; the name is ``prefix``
+    and a digest of the key, the same in every process (cubepy's disk cache finds the
+    compiled kernel again)."""
     kernel = _kernels.get(key)
     if kernel is not None:
         return kernel
     with _lock:
         if key not in _kernels:
-            name = "fused_" + hashlib.sha1(repr(key).encode()).hexdigest()[:12]
-            source = kernel_source(name, key)
+            name = f"{prefix}_" + hashlib.sha1(repr(key).encode()).hexdigest()[:12]
+            text = source(name, key)
             file = f"<burn.fusion {name}>"
-            linecache.cache[file] = (len(source), None, source.splitlines(True), file)
-            namespace = dict(_NAMESPACE)
-            exec(compile(source, file, "exec"), namespace)  # noqa: S102 - our generated text
+            linecache.cache[file] = (len(text), None, text.splitlines(True), file)
+            namespace = dict(NAMESPACE)
+            exec(compile(text, file, "exec"), namespace)  # noqa: S102 - our generated text
             _kernels[key] = namespace[name]
         return _kernels[key]
 

@@ -164,12 +164,22 @@ def apply_binary(op: str, x: Any, y: Any) -> Tensor:
         # read back to check: that would be a synchronization per op)
         raise BurnError(f"pow: integers to negative integer powers are not allowed ({x.dtype.name}"
                         f" tensor ** {y}); use x.to(burn.float32) ** {y}")
+    squared = op == "pow" and isinstance(x, Tensor) and _is_two(y)
     x, y = _operands(op, x, y)  # a number becomes a tensor of its weak dtype
     backend = same_backend(op, x, y)
     compute, out = binary_dtypes(op, x.dtype, y.dtype)
+    if squared and out == x.dtype and x.dtype.kind != "b":
+        # x ** 2 is x * x, rounded once as pow's exact result is; the general pow is a log
+        # and an exp per element (the mean squared error's inner op)
+        return apply_unary("square", x)
     shape = broadcast_shapes(op, x.shape, y.shape)
     return Tensor(backend.binary(op, expand(x, *shape).prim, expand(y, *shape).prim, compute,
                                  out), backend)
+
+
+def _is_two(value: Any) -> bool:
+    return (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, bool) and value == 2)
 
 
 def _unary_function(op: str):

@@ -192,6 +192,24 @@ def test_operators(backend, ref, rng):
                      on(b, i) >> 1, ~(on(b, i) > 3)), backend, ref)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int32", "bool"])
+def test_squares(backend, ref, rng, dtype):
+    """``x ** 2`` (an int, a float or a NumPy 2) is ``x * x`` exactly, rounded once, with
+    pow's dtype: special values included; a bool squared is pow's integer."""
+    if not supports(backend, [dtype]):
+        pytest.skip("dtype refusals are checked in test_dtype_matrix")
+    x = random_tensor(rng, (40,), dtype)
+    if dtype.startswith("float") or dtype == "bfloat16":
+        x[:6] = [np.inf, -np.inf, np.nan, -0.0, 1e-30, -3e4]
+    twos = (2, 2.0, np.float32(2), np.int64(2))
+    check(lambda b: tuple(on(b, x) ** two for two in twos), backend, ref)
+    if dtype != "bool":
+        for two in twos:
+            squared, product = (on(backend, x) ** two), on(backend, x) * on(backend, x)
+            if squared.dtype == product.dtype:
+                np.testing.assert_array_equal(squared.numpy(), product.numpy())
+
+
 def test_nan_like_numpy(backend, ref, rng):
     """NaN through sign, a cast to bool (True), maximum/minimum, relu and clamp (NaN)."""
     x = random_tensor(rng, (4, 9), "float32")

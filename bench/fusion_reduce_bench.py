@@ -1,0 +1,140 @@
+"""Reductions of pending elementwise values under ``burn.Fusion``, on the cpu target or a
+CUDA GPU: the fused kernel (the chain computed inside the reduction) against the same
+Fusion backend computing the chain first and reducing it (two launches, what Fusion did
+before), torch's eager ops on the same memory, and a copy of the input as the bandwidth
+peer, all in the same process.
+
+Cases: a mean squared error ``((a - b) ** 2).mean()`` (a full reduction, split over cubes),
+row sums of ``exp(x - c)`` with a per-row ``c`` (the softmax denominator), and column sums
+of ``x * w`` with a per-column ``w`` (a tall reduction). Each row: milliseconds per call
+(cpu: medians of 7 wall-clock calls after two; cuda: GPU time of 20 calls queued behind a
+GPU sleep, and the host's microseconds per call), the unfused and torch times over the
+fused one, the copy's time over the fused one, and the largest difference from float64.
+
+    make .venv/.stamp-dev && .venv/bin/python bench/fusion_reduce_bench.py [--backend cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from norm_backward_cpu_bench import milliseconds  # noqa: E402
+
+import burn  # noqa: E402
+
+CPU_SIZES = {"mse": (1 << 20,), "row_exp_sum": (1024, 1024), "col_weighted_sum": (1024, 1024)}
+GPU_SIZES = {"mse": (1 << 26,), "row_exp_sum": (8192, 8192), "col_weighted_sum": (8192, 8192)}
+
+
+def operands(case: str, shape: tuple[int, ...], rng: np.random.Generator
+             ) -> list[np.ndarray]:
+    """The case's inputs, float32 (cast to the dtype on the device)."""
+    x = rng.uniform(-1, 1, shape).astype(np.float32)
+    if case == "mse":
+        return [x, rng.uniform(-1, 1, shape).astype(np.float32)]
+    if case == "row_exp_sum":
+        return [x, x.max(axis=1, keepdims=True)]
+    return [x, rng.uniform(0, 1, shape[1:]).astype(np.float32)]
+
+
+def expression(case: str, a, b):
+    """The case on burn tensors or torch tensors alike."""
+    if case == "mse":
+        return ((a - b) ** 2).mean()
+    if case == "row_exp_sum":
+        return (a - b).exp().sum(1)
+    return (a * b).sum(0)
+
+
+def unfused(case: str, fusion: burn.Fusion, a: burn.Tensor, b: burn.Tensor) -> burn.Tensor:
+    """The chain computed first (one fused elementwise kernel), then reduced."""
+    if case == "mse":
+        value = (a - b) ** 2
+        fusion.realize(value)
+        return value.mean()
+    if case == "row_exp_sum":
+        value = (a - b).exp()
+        fusion.realize(value)
+        return value.sum(1)
+    value = a * b
+    fusion.realize(value)
+    return value.sum(0)
+
+
+def reference(case: str, arrays: list[np.ndarray]) -> np.ndarray:
+    a, b = (x.astype(np.float64) for x in arrays)
+    return np.asarray(expression(case, a, b) if case != "row_exp_sum" else
+                      np.exp(a - b).sum(1))
+
+
+def timer(cuda: bool) -> Callable[[Callable[[], object]], float]:
+    if not cuda:
+        return milliseconds
+    from burn_gpu_bench import gpu_only_seconds
+
+    return lambda fn: gpu_only_seconds(fn) * 1e3
+
+
+def row(case: str, shape: tuple[int, ...], dtype: str, fusion: burn.Fusion, device: str,
+        rng: np.random.Generator) -> dict:
+    cuda = device == "cuda"
+    arrays = operands(case, shape, rng)
+    tdtype = getattr(torch, dtype)
+    ta, tb = (torch.from_numpy(x).to(device=device, dtype=tdtype) for x in arrays)
+    if cuda:
+        from burn_gpu_bench import from_torch
+
+        a, b = (from_torch(t, fusion.wraps).to(fusion) for t in (ta, tb))
+    else:
+        a, b = (burn.from_numpy(x, backend=fusion).to(getattr(burn, dtype)) for x in arrays)
+    # the inputs as the device holds them (rounded to the dtype), for the float64 reference
+    want = reference(case, [t.float().cpu().numpy() for t in (ta, tb)])
+    fused_out = expression(case, a, b).numpy().astype(np.float64)
+    scale = float(np.abs(want).max())
+    error = float(np.abs(fused_out - want).max()) / scale
+    time = timer(cuda)
+    fused_ms = time(lambda: fusion.realize(expression(case, a, b)))
+    unfused_ms = time(lambda: fusion.realize(unfused(case, fusion, a, b)))
+    torch_ms = time(lambda: expression(case, ta, tb))
+    copy_ms = time(lambda: ta.clone())
+    result = {"case": case, "shape": list(shape), "dtype": dtype, "fused_ms": round(fused_ms, 4),
+              "unfused_ms": round(unfused_ms, 4), "torch_ms": round(torch_ms, 4),
+              "copy_ms": round(copy_ms, 4),
+              "unfused_over_fused": round(unfused_ms / fused_ms, 3),
+              "torch_over_fused": round(torch_ms / fused_ms, 3),
+              "copy_over_fused": round(copy_ms / fused_ms, 3),
+              "error_vs_float64": float(f"{error:.3g}")}
+    if cuda:
+        from burn_gpu_bench import host_us
+
+        result["host_us"] = round(host_us(lambda: expression(case, a, b)), 1)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    args = parser.parse_args()
+    cuda = args.backend == "cuda"
+    fusion = burn.Fusion(burn.Cuda() if cuda else burn.Cpu())
+    print(json.dumps({"backend": args.backend, "torch": torch.__version__,
+                      "threads": torch.get_num_threads()}), flush=True)
+    rng = np.random.default_rng(0)
+    for case, shape in (GPU_SIZES if cuda else CPU_SIZES).items():
+        for dtype in args.dtypes.split(","):
+            print(json.dumps(row(case, shape, dtype, fusion, args.backend, rng)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

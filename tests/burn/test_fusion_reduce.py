@@ -1,0 +1,161 @@
+"""``burn.Fusion``: a reduction of a pending elementwise value computes it in its own kernel.
+
+On every cubepy backend present, against the NumPy reference with the dtype's tolerance and
+against the unfused backend; ``Fusion.stats`` shows the one launch (a test that only
+compared values would pass with the fusion off).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from optest import check, on, random_tensor, supports
+
+import burn
+from burn.fusion.graph import Lazy
+
+OPS = ["sum", "mean", "prod", "max", "min"]
+AXES = [None, (0,), (1,), (2,), (0, 2)]
+
+
+@pytest.fixture
+def fusion(backend: burn.Backend) -> burn.Fusion:
+    return burn.Fusion(backend.wraps if isinstance(backend, burn.Fusion) else backend)
+
+
+def _reduced(t: burn.Tensor, op: str, axes) -> burn.Tensor:
+    if op == "mean":
+        return t.mean(axis=axes)
+    return getattr(t, op)(axis=axes)
+
+
+def _expression(b: burn.Backend, x: np.ndarray, bias: np.ndarray) -> burn.Tensor:
+    # a broadcast leaf (the bias, stride 0 along two axes), a Python number and four ops
+    return ((on(b, x) - on(b, bias)) * 0.5).tanh() + 1
+
+
+@pytest.mark.parametrize("axes", AXES, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_a_reduction_of_a_chain_is_one_kernel(fusion: burn.Fusion, ref: burn.Backend,
+                                              rng: np.random.Generator, op: str, axes) -> None:
+    x = random_tensor(rng, (3, 5, 7), "float32", -1, 1)
+    bias = random_tensor(rng, (5, 1), "float32", -1, 1)
+    check(lambda b: _reduced(_expression(b, x, bias), op, axes), fusion, ref)
+    assert (fusion.stats.launches, fusion.stats.reductions, fusion.stats.ops) == (1, 1, 4)
+    fused, unfused = (_reduced(_expression(b, x, bias), op, axes).numpy()
+                      for b in (fusion, fusion.wraps))
+    np.testing.assert_allclose(fused, unfused, rtol=2e-6)  # the same values, maybe reordered
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int32", "bool"])
+def test_dtypes(fusion: burn.Fusion, ref: burn.Backend, rng: np.random.Generator,
+                dtype: str) -> None:
+    if not supports(fusion, [dtype]):
+        pytest.skip(f"{fusion.inner.name} has no {dtype} (refusal tested in test_tensor)")
+    if dtype == "bool":
+        x = random_tensor(rng, (6, 9), "float32", -1, 1)
+
+        def run(b: burn.Backend) -> tuple[burn.Tensor, ...]:
+            above = on(b, x) * 2 > 0.5
+            return above.any(axis=1), above.all(axis=0), (above | (on(b, x) < 0)).all()
+
+        check(run, fusion, ref)
+        assert fusion.stats.reductions == 3
+        return
+    low, high = (-20, 20) if dtype == "int32" else (-2, 2)
+    x = random_tensor(rng, (6, 9), dtype, low, high)
+    y = random_tensor(rng, (9,), dtype, low, high)
+
+    def run(b: burn.Backend) -> tuple[burn.Tensor, ...]:
+        z = on(b, x) * on(b, y) - on(b, x)  # each step rounds to the dtype, fused or not
+        return z.sum(axis=1), z.max(axis=0), z.min()
+
+    check(run, fusion, ref)
+    assert (fusion.stats.launches, fusion.stats.reductions) == (3, 3)
+
+
+def test_long_rows_split_over_cubes(fusion: burn.Fusion, ref: burn.Backend,
+                                    rng: np.random.Generator) -> None:
+    # a full reduction of 200,000 values: partial results per cube, then a second launch
+    pred = random_tensor(rng, (200_000,), "float32", -1, 1)
+    target = random_tensor(rng, (200_000,), "float32", -1, 1)
+
+    def loss(b: burn.Backend) -> tuple[burn.Tensor, ...]:
+        diff = on(b, pred) - on(b, target)
+        return (diff * diff).mean(), (diff * diff).max()
+
+    check(loss, fusion, ref, rtol=1e-5)
+    assert fusion.stats.reductions == 2
+
+
+def test_the_reduced_value_is_never_written(fusion: burn.Fusion) -> None:
+    x = burn.tensor([[1.0, 2.0], [3.0, 4.0]], backend=fusion)
+    squares = (x - 1) ** 2
+    assert squares.sum(axis=0).tolist() == [4.0, 10.0]
+    assert isinstance(squares.prim.storage, Lazy) and squares.prim.storage.real is None
+    # read afterwards, it is computed then, by its own kernel
+    assert squares.tolist() == [[0.0, 1.0], [4.0, 9.0]]
+    assert (fusion.stats.launches, fusion.stats.reductions) == (2, 1)
+
+
+def test_plans_are_reused(fusion: burn.Fusion, rng: np.random.Generator) -> None:
+    for _ in range(3):
+        x = burn.from_numpy(random_tensor(rng, (4, 10), "float32"), backend=fusion)
+        (x.exp() * x).sum(axis=1).numpy()
+    assert (fusion.stats.launches, fusion.stats.kernels, fusion.stats.reductions) == (3, 1, 3)
+
+
+@pytest.mark.parametrize("kind", ["transposed view", "seven axes"])
+def test_layouts_a_kernel_cannot_address_are_computed_first(
+        fusion: burn.Fusion, ref: burn.Backend, rng: np.random.Generator, kind: str) -> None:
+    if kind == "transposed view":  # a view of the pending value other than the whole, in order
+        x = random_tensor(rng, (4, 6), "float32")
+
+        def run(b: burn.Backend) -> burn.Tensor:
+            return on(b, x).exp().T.sum(axis=1)
+    else:  # a leaf stored with its axes reversed: its six kept axes do not collapse to four
+        x = random_tensor(rng, (2, 3, 2, 3, 2, 3, 2), "float32")
+
+        def run(b: burn.Backend) -> burn.Tensor:
+            t = on(b, np.ascontiguousarray(x.transpose(*range(6, -1, -1))))
+            return (t.permute(*range(6, -1, -1)) + 1).sum(axis=1)
+
+    check(run, fusion, ref)
+    assert fusion.stats.reductions == 0 and fusion.stats.launches == 1
+
+
+def test_gradients_of_a_fused_loss(fusion: burn.Fusion, rng: np.random.Generator) -> None:
+    x = random_tensor(rng, (16, 4), "float32")
+    t = random_tensor(rng, (16, 3), "float32")
+    w = random_tensor(rng, (4, 3), "float32")
+    grads, losses = [], []
+    for b in (fusion.wraps, fusion):
+        ad = burn.Autodiff(b)
+        weight = burn.from_numpy(w, backend=ad).require_grad()
+        pred = burn.from_numpy(x, backend=ad) @ weight
+        loss = ((pred - burn.from_numpy(t, backend=ad)) ** 2).mean()
+        losses.append(loss.item())
+        grads.append(weight.grad(loss.backward()).numpy())
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-7)
+    assert fusion.stats.reductions >= 1
+
+
+def test_many_leaves(fusion: burn.Fusion, ref: burn.Backend, rng: np.random.Generator) -> None:
+    # as many distinct loads as a kernel may take (fewer where WebGPU binds fewer buffers)
+    xs = [random_tensor(rng, (5, 8), "float32") for _ in range(fusion.max_leaves)]
+
+    def run(b: burn.Backend) -> burn.Tensor:
+        total = on(b, xs[0])
+        for x in xs[1:]:
+            total = total + on(b, x)
+        return total.sum(axis=0)
+
+    check(run, fusion, ref)
+    assert (fusion.stats.launches, fusion.stats.reductions) == (1, 1)
+
+
+def test_unknown_reductions_are_refused(fusion: burn.Fusion) -> None:
+    x = burn.tensor([1.0, 2.0], backend=fusion).exp()
+    with pytest.raises(ValueError, match="unknown reduction 'median'"):
+        fusion.reduce("median", x.prim, (0,), burn.float32, burn.float32)
