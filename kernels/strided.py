@@ -18,7 +18,12 @@ from typing import Any
 
 import cubepy as cube
 
-from .layout import LaunchPart
+from .layout import Context, LaunchPart
+
+#: the shortest innermost axis a cpu strided kernel reads row by row (``by_rows``): shorter
+#: rows leave most of the cpu's 1024-lane block masked (BENCHMARKS.md, "Strided
+#: elementwise ops row by row")
+CPU_ROW_LANES = 512
 
 
 @cube.func
@@ -43,6 +48,34 @@ def element_offset(idx, RANK, d1, d2, d3, s0, s1, s2, s3):
 
 
 @cube.func
+def lanes(n, d3, BLOCK, BY_ROW):
+    # This cube's elements: their linear indices in the result, their columns (indices along
+    # the innermost axis, d3 long) and which exist. BY_ROW: cube (i, r) takes columns
+    # [i * BLOCK, (i + 1) * BLOCK) of row r (the grid of `strided_grid`); else BLOCK elements
+    # in order.
+    if BY_ROW:
+        cols = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+        idx = cube.cube_pos(1) * d3 + cols
+        m = cols < d3
+    else:
+        idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+        cols = idx
+        m = idx < n
+    return idx, cols, m
+
+
+@cube.func
+def strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, s0, s1, s2, s3):
+    # element_offset of `lanes`' elements; BY_ROW, the row's offset once per cube (the outer
+    # axes as a layout of one rank less) plus a step along the row: no division per element
+    if BY_ROW:
+        offset = element_offset(cube.cube_pos(1), RANK - 1, 1, d1, d2, 0, s0, s1, s2) + cols * s3
+    else:
+        offset = element_offset(idx, RANK, d1, d2, d3, s0, s1, s2, s3)
+    return offset
+
+
+@cube.func
 def cube_rows(ROWS, n_rows, xo, RANK, d1, d2, d3, xs0, xs1, xs2, xs3, os0, os1, os2, os3):
     # The ROWS rows of this cube: their indices, which exist, and where each starts in x
     # (from xo, with strides xs) and in out (strides os), through element_offset.
@@ -50,6 +83,22 @@ def cube_rows(ROWS, n_rows, xo, RANK, d1, d2, d3, xs0, xs1, xs2, xs3, os0, os1, 
     x_base = xo + element_offset(rows, RANK, d1, d2, d3, xs0, xs1, xs2, xs3)
     return rows, rows < n_rows, x_base, element_offset(rows, RANK, d1, d2, d3, os0, os1, os2,
                                                        os3)
+
+
+def by_rows(ctx: Context, part: LaunchPart) -> bool:
+    """Whether ``part``'s strided kernel reads row by row (``lanes``' BY_ROW): on the cpu
+    target, where a division per element is most of a strided op's time, for layouts of two
+    axes or more whose rows fill at least ``CPU_ROW_LANES`` of the cpu's block."""
+    return (ctx.target.startswith("cpu") and part.layout.rank >= 2
+            and part.layout.dims[2] >= CPU_ROW_LANES)
+
+
+def strided_grid(part: LaunchPart, block: int, by_row: bool) -> tuple[int, ...]:
+    """The grid of a strided kernel over ``part`` with ``block`` elements per cube."""
+    if by_row:
+        d3 = part.layout.dims[2]
+        return cube.cdiv(d3, block), part.numel // d3
+    return (cube.cdiv(part.numel, block),)
 
 
 def operand_args(part: LaunchPart, index: int) -> list[Any]:

@@ -38,7 +38,15 @@ import cubepy as cube
 from cubepy.ir import dtypes as dt
 from kernels import elementwise, reduce
 from kernels.layout import Context, View, launch_plan
-from kernels.strided import element_offset, layout_args, operand_args
+from kernels.strided import (
+    by_rows,
+    element_offset,
+    lanes,
+    layout_args,
+    operand_args,
+    strided_grid,
+    strided_offset,
+)
 
 from .graph import Constant, Lazy, leaf_key
 
@@ -117,14 +125,15 @@ def kernel_source(name: str, key: tuple[Any, ...]) -> str:
     params += [f"c{i}" for i in range(len(constant_dtypes))]
     params += [f"s{j}" for j in range(sum(scalar_count(step) for step in steps))]
     params += ["out", "n"] if dense else ["out", "oo", "n", "d1", "d2", "d3",
+                                          "BY_ROW: cube.Comptime[bool]",
                                           "RANK: cube.Comptime[int]"]
     params.append("BLOCK: cube.Comptime[int]")
-    lines = ["@cube.kernel", f"def {name}({', '.join(params)}):",
-             "    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)",
-             "    m = idx < n"]
+    lines = ["@cube.kernel", f"def {name}({', '.join(params)}):"]
+    lines += (["    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)", "    m = idx < n"]
+              if dense else ["    idx, cols, m = lanes(n, d3, BLOCK, BY_ROW)"])
     for i, ordered in enumerate(in_order):
-        where = "idx" if ordered else (f"element_offset(idx, RANK, d1, d2, d3, x{i}s0, x{i}s1, "
-                                       f"x{i}s2, x{i}s3)")
+        where = "idx" if ordered else (f"strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, "
+                                       f"x{i}s0, x{i}s1, x{i}s2, x{i}s3)")
         # masked lanes read 1: defined for every op (log, 1/x, ...), as in the unfused kernels
         lines.append(f"    x{i}v = cube.load(x{i} + x{i}o + {where}, mask=m, other=1)")
     for j, step in enumerate(steps):
@@ -163,6 +172,7 @@ def expression(step: Step) -> str:
 NAMESPACE: dict[str, Any] = {
     "cube": cube, "apply_unary": elementwise.apply_unary,
     "apply_binary": elementwise.apply_binary, "element_offset": element_offset,
+    "lanes": lanes, "strided_offset": strided_offset,
     # a fused reduction's (burn/fusion/reduction.py): kernels.reduce's row kernel parts
     "chunk_end": reduce.chunk_end, "prepare": reduce.prepare, "combine": reduce.combine,
     "finish": reduce.finish,
@@ -214,8 +224,8 @@ def launch(ctx: Context, root: Lazy, traced: Trace) -> View:
         for i, leaf in enumerate(traced.leaves):
             args += ([leaf.storage, part.offsets[i]] if in_order[i]
                      else [leaf.storage, *operand_args(part, i)])
-        block = ctx.block(part.numel)
-        kernel[(cube.cdiv(part.numel, block),)](
+        block, by_row = ctx.block(part.numel), by_rows(ctx, part)
+        kernel[strided_grid(part, block, by_row)](
             *args, *values, out.storage, part.out_offset, *layout_args(part),
-            RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            BY_ROW=by_row, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
     return out

@@ -11,6 +11,7 @@ import burn
 from burn.tensor import elementwise
 from kernels import elementwise as kernel_ops
 from kernels.layout import CPU_BLOCK, Context
+from kernels.strided import CPU_ROW_LANES
 
 # input ranges where each op is defined and well conditioned
 DOMAIN = {
@@ -124,6 +125,38 @@ def test_high_rank_permutation(backend, ref, rng):
     """A permutation of 6 axes that no neighbours merge: more than 4 collapsed axes."""
     x = random_tensor(rng, (2, 3, 2, 3, 2, 3), "float32")
     check(lambda b: on(b, x).permute(5, 3, 1, 4, 2, 0) * 2.0, backend, ref)
+
+
+@pytest.mark.parametrize("layout", ["row broadcast", "column broadcast", "transposed 3-D",
+                                    "six axes"])
+def test_long_rows_of_strided_operands(backend, ref, rng, layout):
+    """Strided operands whose rows are at least ``CPU_ROW_LANES`` long, which the cpu target
+    reads row by row (each row's offset once per cube): broadcasts along either axis, a
+    permutation of three axes, and six axes that need one launch per outer index; through
+    each strided kernel (binary, unary, where, clamp, a copy) and under ``Fusion``."""
+    n = CPU_ROW_LANES + 8
+    x = random_tensor(rng, (3, 2, n) if layout != "six axes" else (2, 2, 3, 2, 2, n),
+                      "float32")
+
+    def operands(b):
+        t = on(b, x)
+        if layout == "row broadcast":
+            return t, on(b, x[0, 0])
+        if layout == "column broadcast":
+            return t, on(b, x[:, :, :1])
+        if layout == "transposed 3-D":
+            return on(b, np.ascontiguousarray(x.transpose(1, 0, 2))).permute(1, 0, 2), t
+        return on(b, np.ascontiguousarray(x.transpose(4, 0, 3, 1, 2, 5))).permute(
+            1, 3, 4, 2, 0, 5), t
+
+    def run(b):
+        u, v = operands(b)
+        return (u * v, -u, burn.where(u > 0.5, u, v), u.clamp(-0.5, 0.5), u.contiguous(),
+                (u - v).exp() * 2 + v)
+
+    check(run, backend, ref)
+    fusion = burn.Fusion(backend.wraps if isinstance(backend, burn.Fusion) else backend)
+    check(run, fusion, ref)
 
 
 @pytest.mark.parametrize("shape", [(0,), (3, 0), (1,), (1, 1), ()])
