@@ -5,8 +5,9 @@ before), torch's eager ops on the same memory, and a copy of the input as the ba
 peer, all in the same process.
 
 Cases: a mean squared error ``((a - b) ** 2).mean()`` (a full reduction, split over cubes),
-row sums of ``exp(x - c)`` with a per-row ``c`` (the softmax denominator), and column sums
-of ``x * w`` with a per-column ``w`` (a tall reduction). Each row: milliseconds per call
+row sums of ``exp(x - c)`` with a per-row ``c`` (the softmax denominator), column sums
+of ``x * w`` with a per-column ``w`` (a tall reduction), and a row ``logsumexp`` of ``x + b``
+(a cross-entropy's, over logits with a bias: two passes). Each row: milliseconds per call
 (cpu: medians of 7 wall-clock calls after two; cuda: GPU time of 20 calls queued behind a
 GPU sleep, and the host's microseconds per call), the unfused and torch times over the
 fused one, the copy's time over the fused one, and the largest difference from float64.
@@ -32,8 +33,10 @@ from norm_backward_cpu_bench import milliseconds  # noqa: E402
 
 import burn  # noqa: E402
 
-CPU_SIZES = {"mse": (1 << 20,), "row_exp_sum": (1024, 1024), "col_weighted_sum": (1024, 1024)}
-GPU_SIZES = {"mse": (1 << 26,), "row_exp_sum": (8192, 8192), "col_weighted_sum": (8192, 8192)}
+CPU_SIZES = {"mse": (1 << 20,), "row_exp_sum": (1024, 1024), "col_weighted_sum": (1024, 1024),
+             "row_logsumexp": (1024, 1024)}
+GPU_SIZES = {"mse": (1 << 26,), "row_exp_sum": (8192, 8192), "col_weighted_sum": (8192, 8192),
+             "row_logsumexp": (8192, 8192)}
 
 
 def operands(case: str, shape: tuple[int, ...], rng: np.random.Generator
@@ -44,7 +47,7 @@ def operands(case: str, shape: tuple[int, ...], rng: np.random.Generator
         return [x, rng.uniform(-1, 1, shape).astype(np.float32)]
     if case == "row_exp_sum":
         return [x, x.max(axis=1, keepdims=True)]
-    return [x, rng.uniform(0, 1, shape[1:]).astype(np.float32)]
+    return [x, rng.uniform(0, 1, shape[1:]).astype(np.float32)]  # a weight or bias per column
 
 
 def expression(case: str, a, b):
@@ -53,6 +56,8 @@ def expression(case: str, a, b):
         return ((a - b) ** 2).mean()
     if case == "row_exp_sum":
         return (a - b).exp().sum(1)
+    if case == "row_logsumexp":
+        return (a + b).logsumexp(1)
     return (a * b).sum(0)
 
 
@@ -66,6 +71,10 @@ def unfused(case: str, fusion: burn.Fusion, a: burn.Tensor, b: burn.Tensor) -> b
         value = (a - b).exp()
         fusion.realize(value)
         return value.sum(1)
+    if case == "row_logsumexp":
+        value = a + b
+        fusion.realize(value)
+        return value.logsumexp(1)
     value = a * b
     fusion.realize(value)
     return value.sum(0)
@@ -73,8 +82,11 @@ def unfused(case: str, fusion: burn.Fusion, a: burn.Tensor, b: burn.Tensor) -> b
 
 def reference(case: str, arrays: list[np.ndarray]) -> np.ndarray:
     a, b = (x.astype(np.float64) for x in arrays)
-    return np.asarray(expression(case, a, b) if case != "row_exp_sum" else
-                      np.exp(a - b).sum(1))
+    if case == "row_exp_sum":
+        return np.exp(a - b).sum(1)
+    if case == "row_logsumexp":
+        return np.log(np.exp(a + b).sum(1))
+    return np.asarray(expression(case, a, b))
 
 
 def timer(cuda: bool) -> Callable[[Callable[[], object]], float]:

@@ -126,6 +126,32 @@ def finite_or_zero(c):
     return cube.where(cube.abs(c) < float("inf"), c, 0.0)
 
 
+@cube.func
+def row_center(center, rows, row_ok, OP, POST, ROWS, AT):
+    # Each row's center (the mean a variance subtracts, the max of a logsumexp) and the shift
+    # its values are taken around (exp's: finite); zeros for ops without one.
+    c = cube.zeros((ROWS,), AT)
+    if OP == "sqdev" or OP == "sumexp" or POST == "lse":
+        c = cube.load(center + rows, mask=row_ok, other=0).to(AT)
+    shift = c
+    if OP == "sumexp":
+        shift = finite_or_zero(c)
+    return c, shift
+
+
+@cube.func
+def finish_rows(acc, c, divisor, OP, POST, ROWS, BLOCK):
+    # The accumulator tile reduced to one value per row, and the result made of it.
+    r = finish(acc, OP, ROWS, BLOCK)
+    if POST == "sqrt":
+        r = cube.sqrt(r / divisor)
+    elif POST == "lse":
+        r = c + cube.log(r)
+    elif r.dtype.is_float:
+        r = r / divisor  # 1 but for means and variances: sums and means share a kernel
+    return r
+
+
 @cube.kernel
 def reduce_kernel(x, xo, rs0, rs1, rs2, rs3, rd1, rd2, rd3, n_rows,
                   cs0, cs1, cs2, cs3, cd1, cd2, cd3, n_cols, chunk, center, out, ident, divisor,
@@ -138,12 +164,7 @@ def reduce_kernel(x, xo, rs0, rs1, rs2, rs3, rd1, rd2, rd3, n_rows,
     base = xo + element_offset(rows, ROW_RANK, rd1, rd2, rd3, rs0, rs1, rs2, rs3)
     begin = cube.cube_pos(1) * chunk
     end = chunk_end(begin, chunk, n_cols)
-    c = cube.zeros((ROWS,), AT)
-    if OP == "sqdev" or OP == "sumexp" or POST == "lse":
-        c = cube.load(center + rows, mask=row_ok, other=0).to(AT)
-    shift = c
-    if OP == "sumexp":
-        shift = finite_or_zero(c)
+    c, shift = row_center(center, rows, row_ok, OP, POST, ROWS, AT)
     acc = cube.zeros((ROWS, BLOCK), AT) + ident
     for start in range(begin, end, BLOCK):
         cols = start + cube.arange(0, BLOCK)
@@ -151,13 +172,7 @@ def reduce_kernel(x, xo, rs0, rs1, rs2, rs3, rd1, rd2, rd3, n_rows,
         offs = element_offset(cols, COL_RANK, cd1, cd2, cd3, cs0, cs1, cs2, cs3)
         raw = cube.load(x + base[:, None] + offs[None, :], mask=m, other=0)
         acc = combine(acc, prepare(raw, m, shift, ident, OP, AT), OP)
-    r = finish(acc, OP, ROWS, BLOCK)
-    if POST == "sqrt":
-        r = cube.sqrt(r / divisor)
-    elif POST == "lse":
-        r = c + cube.log(r)
-    elif r.dtype.is_float:
-        r = r / divisor  # 1 but for means and variances: sums and means share a kernel
+    r = finish_rows(acc, c, divisor, OP, POST, ROWS, BLOCK)
     cube.store(out + rows * cube.cube_count(1) + cube.cube_pos(1), r.to(DT), mask=row_ok)
 
 
@@ -316,20 +331,20 @@ def reduce(ctx: Context, op: str, x: View, axes: Sequence[int], compute: DType,
         >>> reduce(ctx, "mean", x, (0, 2), cube.float32, cube.float16)  # doctest: +SKIP
     """
     axes = check_axes(x, axes)
-    op, compute, divisor = kernel_op(op, x.shape, axes, compute)
+    op, compute, divisor = kernel_op(op, math.prod(x.shape[a] for a in axes), compute)
     return _reduce(ctx, op, "scale", x, axes, compute, out_dtype, divisor=divisor)
 
 
-def kernel_op(op: str, shape: Sequence[int], axes: Sequence[int], compute: DType
-              ) -> tuple[str, DType, float]:
-    """What ``reduce``'s ``op`` runs in the kernel: the op, its accumulator and the divisor
-    of the result (a mean is a sum over the count; ``any``/``all`` accumulate in int32)."""
+def kernel_op(op: str, count: int, compute: DType) -> tuple[str, DType, float]:
+    """What ``reduce``'s ``op`` over ``count`` elements a row runs in the kernel: the op, its
+    accumulator and the divisor of the result (a mean is a sum over the count; ``any`` and
+    ``all`` accumulate in int32)."""
     if op not in REDUCE_OPS:
         raise ValueError(f"unknown reduction {op!r}; ops: {', '.join(REDUCE_OPS)}")
     if op in ("any", "all"):
         return op, cube.int32, 1.0
     if op == "mean":
-        return "sum", compute, math.prod(shape[a] for a in axes)
+        return "sum", compute, count
     return op, compute, 1.0
 
 

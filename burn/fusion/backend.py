@@ -50,8 +50,8 @@ class FusionStats:
     """What a ``Fusion`` backend has done: ``launches`` of kernels for pending values (a
     value of one op runs the inner backend's own kernel), the elementwise ``ops`` they
     computed, the distinct generated ``kernels`` (plans) among them, and the
-    ``reductions`` among the launches (a reduction that computed its input's pending ops in
-    its own kernel)."""
+    ``reductions`` among the launches (reduction kernels that computed their input's pending
+    ops: one per sum, mean, max...; two per variance or logsumexp)."""
 
     launches: int = 0
     ops: int = 0
@@ -199,22 +199,54 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
 
     # ---- reductions: their input's pending ops computed in their kernel ----
 
+    def _fused_reduction(self, x: View, axes: Sequence[int], centered: bool,
+                         run: Callable[[reduction.Rows], View]) -> View | None:
+        """``run`` on ``x`` as rows when ``x`` is a whole pending value whose leaves a
+        reduction kernel can address (else None: the caller reduces it computed).
+        ``centered``: two launches, the second reading a center per row."""
+        lazy = x.storage
+        if type(lazy) is not Lazy or x.dtype != lazy.dtype or not reads_in_order(x, lazy,
+                                                                                 x.shape):
+            return None
+        with self._lock:
+            value = (reduction.value_rows(self.inner.ctx, lazy, axes,
+                                          self.max_leaves - centered)
+                     if lazy.real is None else None)
+            if value is None:
+                return None
+            out = run(value)
+            launches = 2 if centered else 1
+            self.stats.launches += launches
+            self.stats.reductions += launches
+            self.stats.ops += value.traced.ops * launches
+            self._plans.update(("reduce", kind, value.traced.key)
+                               for kind in (False, True)[:launches])
+            self.stats.kernels = len(self._plans)
+            return out
+
     def reduce(self, op: str, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
                ) -> View:
-        lazy = x.storage
-        if type(lazy) is Lazy and x.dtype == lazy.dtype and reads_in_order(x, lazy, x.shape):
-            with self._lock:
-                fused = (reduction.fused_reduce(self.inner.ctx, op, lazy, axes, compute,
-                                                out_dtype) if lazy.real is None else None)
-                if fused is not None:
-                    out, traced = fused
-                    self.stats.launches += 1
-                    self.stats.reductions += 1
-                    self.stats.ops += traced.ops
-                    self._plans.add(("reduce", traced.key))
-                    self.stats.kernels = len(self._plans)
-                    return out
-        return self.inner.reduce(op, self.realized(x), axes, compute, out_dtype)
+        ctx = self.inner.ctx
+        out = self._fused_reduction(x, axes, False, lambda value: reduction.fused_reduce(
+            ctx, value, op, compute, out_dtype))
+        return self.inner.reduce(op, self.realized(x), axes, compute, out_dtype) \
+            if out is None else out
+
+    def variance(self, x: View, axes: Sequence[int], correction: float, sqrt: bool,
+                 compute: DType, out_dtype: DType) -> View:
+        ctx = self.inner.ctx
+        out = self._fused_reduction(x, axes, True, lambda value: reduction.fused_variance(
+            ctx, value, correction, sqrt, compute, out_dtype))
+        return self.inner.variance(self.realized(x), axes, correction, sqrt, compute,
+                                   out_dtype) if out is None else out
+
+    def logsumexp(self, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
+                  ) -> View:
+        ctx = self.inner.ctx
+        out = self._fused_reduction(x, axes, True, lambda value: reduction.fused_logsumexp(
+            ctx, value, compute, out_dtype))
+        return self.inner.logsumexp(self.realized(x), axes, compute, out_dtype) \
+            if out is None else out
 
     # ---- writes in place: after every pending read of the memory they write ----
 

@@ -175,7 +175,7 @@ NAMESPACE: dict[str, Any] = {
     "lanes": lanes, "strided_offset": strided_offset,
     # a fused reduction's (burn/fusion/reduction.py): kernels.reduce's row kernel parts
     "chunk_end": reduce.chunk_end, "prepare": reduce.prepare, "combine": reduce.combine,
-    "finish": reduce.finish,
+    "row_center": reduce.row_center, "finish_rows": reduce.finish_rows,
     **{f"D_{d.name}": d for d in dt.ALL},
 }
 _kernels: dict[tuple[Any, ...], Any] = {}

@@ -4,7 +4,9 @@
 ``Fusion`` has recorded but not computed (``((pred - y) ** 2).mean()``) run as one generated
 kernel: ``kernels.reduce``'s row kernel with its load replaced by the DAG's leaves and
 steps. The elementwise result is never written to memory and read back, and the chain and
-the reduction cost one launch.
+the reduction cost one launch. ``var``/``std`` and ``logsumexp`` take two, as their
+unfused kernels do (the mean or the max, then the deviations or exponentials around it),
+each computing the chain.
 
 The kernel sees the value as ``kernels.reduce`` sees a view: rows over the kept axes, each
 reducing the reduced ones, both groups collapsed on the host (``kernels.rows.group``) over
@@ -25,7 +27,9 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cubepy.ir.dtypes import DType
@@ -39,8 +43,9 @@ from .graph import Lazy
 
 def reduction_source(name: str, key: tuple[Any, ...]) -> str:
     """The cubepy source of the fused reduction ``name`` for ``key``: ``("reduce", steps,
-    leaf dtypes, constant dtypes)`` (the steps as ``codegen.trace`` writes them)."""
-    _, steps, leaf_dtypes, constant_dtypes = key
+    leaf dtypes, constant dtypes, centered)`` (the steps as ``codegen.trace`` writes them;
+    ``centered``: the kernel reads a center per row, a variance's mean or a logsumexp's max)."""
+    _, steps, leaf_dtypes, constant_dtypes, centered = key
     leaves = range(len(leaf_dtypes))
     params = []
     for i in leaves:  # a leaf's storage, offset, and strides over the rows and the columns
@@ -48,11 +53,12 @@ def reduction_source(name: str, key: tuple[Any, ...]) -> str:
                    *(f"x{i}c{j}" for j in range(4))]
     params += [f"c{i}" for i in range(len(constant_dtypes))]
     params += [f"s{j}" for j in range(sum(codegen.scalar_count(step) for step in steps))]
-    params += ["rd1", "rd2", "rd3", "n_rows", "cd1", "cd2", "cd3", "n_cols", "chunk", "out",
-               "ident", "divisor", "OP: cube.Comptime[str]", "AT: cube.Comptime[object]",
-               "DT: cube.Comptime[object]", "ROW_RANK: cube.Comptime[int]",
-               "COL_RANK: cube.Comptime[int]", "ROWS: cube.Comptime[int]",
-               "BLOCK: cube.Comptime[int]"]
+    params += ["rd1", "rd2", "rd3", "n_rows", "cd1", "cd2", "cd3", "n_cols", "chunk",
+               *(["center"] if centered else []), "out", "ident", "divisor",
+               "OP: cube.Comptime[str]", "POST: cube.Comptime[str]",
+               "AT: cube.Comptime[object]", "DT: cube.Comptime[object]",
+               "ROW_RANK: cube.Comptime[int]", "COL_RANK: cube.Comptime[int]",
+               "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]"]
     lines = ["@cube.kernel", f"def {name}({', '.join(params)}):",
              "    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)",
              "    row_ok = rows < n_rows"]
@@ -60,6 +66,9 @@ def reduction_source(name: str, key: tuple[Any, ...]) -> str:
               f"x{i}r0, x{i}r1, x{i}r2, x{i}r3)" for i in leaves]
     lines += ["    begin = cube.cube_pos(1) * chunk",
               "    end = chunk_end(begin, chunk, n_cols)",
+              # without a center, the row's center is unused: zeros (any pointer would do)
+              f"    c, shift = row_center({'center' if centered else 'out'}, rows, row_ok, OP, "
+              "POST, ROWS, AT)",
               "    acc = cube.zeros((ROWS, BLOCK), AT) + ident",
               "    for start in range(begin, end, BLOCK):",
               "        cols = start + cube.arange(0, BLOCK)",
@@ -69,61 +78,94 @@ def reduction_source(name: str, key: tuple[Any, ...]) -> str:
               f"cd1, cd2, cd3, x{i}c0, x{i}c1, x{i}c2, x{i}c3)[None, :], mask=m, other=1)"
               for i in leaves]
     lines += [f"        t{j} = {codegen.expression(step)}" for j, step in enumerate(steps)]
-    lines += [f"        acc = combine(acc, prepare(t{len(steps) - 1}, m, ident, ident, OP, AT), "
+    lines += [f"        acc = combine(acc, prepare(t{len(steps) - 1}, m, shift, ident, OP, AT), "
               "OP)",
-              "    r = finish(acc, OP, ROWS, BLOCK)",
-              "    if r.dtype.is_float:",
-              "        r = r / divisor",
+              "    r = finish_rows(acc, c, divisor, OP, POST, ROWS, BLOCK)",
               "    cube.store(out + rows * cube.cube_count(1) + cube.cube_pos(1), r.to(DT), "
               "mask=row_ok)"]
     return "\n".join(lines) + "\n"
 
 
-def _groups(ctx: Context, leaves: Sequence[View], shape: tuple[int, ...],
-            axes: tuple[int, ...]) -> tuple[Group, Group] | None:
-    """The kept and the reduced axes of ``shape``, each collapsed over every leaf's strides;
-    None when either group needs more axes than a kernel addresses."""
-    kept = [a for a in range(len(shape)) if a not in axes]
-    rows = group([shape[a] for a in kept], [[v.strides[a] for a in kept] for v in leaves],
-                 single=single_row_axis(ctx))
-    cols = group([shape[a] for a in axes], [[v.strides[a] for a in axes] for v in leaves])
-    if rows is None or cols is None:
-        return None
-    return rows, cols
+@dataclass
+class Rows:
+    """A pending value seen as rows: its trace, the kept and reduced axes collapsed over every
+    leaf's strides, the reduced axes' element count and the result's shape."""
+
+    traced: codegen.Trace
+    rows: Group
+    cols: Group
+    count: int
+    shape: tuple[int, ...]
 
 
-def fused_reduce(ctx: Context, op: str, root: Lazy, axes: Sequence[int], compute: DType,
-                 out_dtype: DType) -> tuple[View, codegen.Trace] | None:
-    """``op`` (one of ``kernels.reduce.REDUCE_OPS``) over ``axes`` of the pending value
-    ``root``, its elementwise ops computed in the reduction's kernel: the result and the
-    trace it ran, or None when the leaves' layouts do not collapse to the axes a kernel
-    addresses (the caller then computes ``root`` and reduces it)."""
+def value_rows(ctx: Context, root: Lazy, axes: Sequence[int], max_leaves: int
+               ) -> Rows | None:
+    """``root`` as rows reducing ``axes``; None when its leaves' layouts do not collapse to
+    the axes a kernel addresses, or when it loads more than ``max_leaves`` buffers (one
+    fewer than elementwise kernels for a reduction that reads a center): the caller then
+    computes ``root`` and reduces it."""
     shape = root.shape
     axes = reduce.check_axes(View(root, 0, shape, root.strides, root.dtype), axes)
-    op, compute, divisor = reduce.kernel_op(op, shape, axes, compute)
     traced = codegen.trace(root)
-    groups = _groups(ctx, traced.leaves, shape, axes) if traced.leaves else None
-    if groups is None:  # (a value of constants alone is computed first: it has no layout)
+    if not traced.leaves or len(traced.leaves) > max_leaves:
+        return None  # (a value of constants alone is computed first: it has no layout)
+    kept = [a for a in range(len(shape)) if a not in axes]
+    rows = group([shape[a] for a in kept], [[v.strides[a] for a in kept] for v in traced.leaves],
+                 single=single_row_axis(ctx))
+    cols = group([shape[a] for a in axes], [[v.strides[a] for a in axes] for v in traced.leaves])
+    if rows is None or cols is None:
         return None
-    rows, cols = groups
-    out = ctx.new(tuple(n for a, n in enumerate(shape) if a not in axes), out_dtype)
+    return Rows(traced, rows, cols, math.prod(shape[a] for a in axes),
+                tuple(shape[a] for a in kept))
+
+
+def run(ctx: Context, value: Rows, op: str, post: str, compute: DType, out_dtype: DType,
+        center: View | None = None, divisor: float = 1.0) -> View:
+    """``op`` in ``kernels.reduce``'s kernel terms (``sum``, ``sqdev`` around ``center``...)
+    over every row of ``value`` with its chain computed in the kernel, finished by ``post``
+    (``scale``: divided by ``divisor``; ``sqrt``; ``lse``) into a new view of ``out_dtype``."""
+    out = ctx.new(value.shape, out_dtype)
     if not out.numel:
-        return out, traced
-    key = ("reduce", traced.key[0], traced.key[1], traced.key[3])
+        return out
+    traced, rows, cols = value.traced, value.rows, value.cols
+    key = ("reduce", traced.key[0], traced.key[1], traced.key[3], center is not None)
     kernel = codegen.kernel_for(key, "fused_reduce", reduction_source)
     how = reduce.tile_plan(ctx, rows, cols)
-    target = out if how.splits == 1 else ctx.new((rows.numel, how.splits), compute)
+    split = how.splits > 1  # partial results per cube first, combined by a second launch
+    target = ctx.new((rows.numel, how.splits), compute) if split else out
     args: list[Any] = []
     for i, leaf in enumerate(traced.leaves):
         args += [leaf.storage, leaf.offset, *rows.args(i), *cols.args(i)]
     kernel[how.grid](
         *args, *traced.constants, *traced.scalars, *rows.dim_args, rows.numel,
-        *cols.dim_args, cols.numel, how.chunk, target.storage,
-        scalar(identity(op, compute), compute),
-        scalar(divisor if how.splits == 1 else 1.0, compute),
-        OP=op, AT=compute, DT=target.dtype, ROW_RANK=rows.rank, COL_RANK=cols.rank,
+        *cols.dim_args, cols.numel, how.chunk, *([] if center is None else [center.storage]),
+        target.storage, scalar(identity(op, compute), compute),
+        scalar(1.0 if split else divisor, compute), OP=op, POST="scale" if split else post,
+        AT=compute, DT=target.dtype, ROW_RANK=rows.rank, COL_RANK=cols.rank,
         ROWS=how.tile_rows, BLOCK=how.block, target=ctx.target,
         **launch_options(ctx, how.tile_rows * how.block))
-    if how.splits > 1:
-        reduce.reduce_partials(ctx, op, "scale", target, compute, out, divisor=divisor)
-    return out, traced
+    if split:
+        reduce.reduce_partials(ctx, op, post, target, compute, out, center, divisor)
+    return out
+
+
+def fused_reduce(ctx: Context, value: Rows, op: str, compute: DType, out_dtype: DType
+                 ) -> View:
+    """``op`` (one of ``kernels.reduce.REDUCE_OPS``) of ``value``'s rows."""
+    op, compute, divisor = reduce.kernel_op(op, value.count, compute)
+    return run(ctx, value, op, "scale", compute, out_dtype, divisor=divisor)
+
+
+def fused_variance(ctx: Context, value: Rows, correction: float, sqrt: bool, compute: DType,
+                   out_dtype: DType) -> View:
+    """The variance (``sqrt``: the standard deviation) of ``value``'s rows: two passes, each
+    computing the chain, as ``kernels.reduce.variance`` makes two over a stored value."""
+    mean = run(ctx, value, "sum", "scale", compute, compute, divisor=value.count)
+    return run(ctx, value, "sqdev", "sqrt" if sqrt else "scale", compute, out_dtype, mean,
+               max(value.count - correction, 0))
+
+
+def fused_logsumexp(ctx: Context, value: Rows, compute: DType, out_dtype: DType) -> View:
+    """``logsumexp`` of ``value``'s rows: the max, then the sum of exponentials around it."""
+    peak = run(ctx, value, "max", "scale", compute, compute)
+    return run(ctx, value, "sumexp", "lse", compute, out_dtype, peak)

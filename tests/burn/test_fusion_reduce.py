@@ -14,7 +14,9 @@ from optest import check, on, random_tensor, supports
 import burn
 from burn.fusion.graph import Lazy
 
-OPS = ["sum", "mean", "prod", "max", "min"]
+OPS = ["sum", "mean", "prod", "max", "min", "var", "std", "logsumexp"]
+#: ops of two passes (the mean or the max, then the deviations or exponentials around it)
+CENTERED = ("var", "std", "logsumexp")
 AXES = [None, (0,), (1,), (2,), (0, 2)]
 
 
@@ -24,8 +26,8 @@ def fusion(backend: burn.Backend) -> burn.Fusion:
 
 
 def _reduced(t: burn.Tensor, op: str, axes) -> burn.Tensor:
-    if op == "mean":
-        return t.mean(axis=axes)
+    if op == "std":
+        return t.std(axis=axes, correction=0)  # var: torch's default correction, 1
     return getattr(t, op)(axis=axes)
 
 
@@ -41,7 +43,9 @@ def test_a_reduction_of_a_chain_is_one_kernel(fusion: burn.Fusion, ref: burn.Bac
     x = random_tensor(rng, (3, 5, 7), "float32", -1, 1)
     bias = random_tensor(rng, (5, 1), "float32", -1, 1)
     check(lambda b: _reduced(_expression(b, x, bias), op, axes), fusion, ref)
-    assert (fusion.stats.launches, fusion.stats.reductions, fusion.stats.ops) == (1, 1, 4)
+    launches = 2 if op in CENTERED else 1  # each computes the chain: 4 ops
+    assert (fusion.stats.launches, fusion.stats.reductions, fusion.stats.ops) == (
+        launches, launches, 4 * launches)
     fused, unfused = (_reduced(_expression(b, x, bias), op, axes).numpy()
                       for b in (fusion, fusion.wraps))
     np.testing.assert_allclose(fused, unfused, rtol=2e-6)  # the same values, maybe reordered
@@ -82,10 +86,11 @@ def test_long_rows_split_over_cubes(fusion: burn.Fusion, ref: burn.Backend,
 
     def loss(b: burn.Backend) -> tuple[burn.Tensor, ...]:
         diff = on(b, pred) - on(b, target)
-        return (diff * diff).mean(), (diff * diff).max()
+        return ((diff * diff).mean(), (diff * diff).max(), (diff * 3).var(),
+                (diff * 3).logsumexp())
 
     check(loss, fusion, ref, rtol=1e-5)
-    assert fusion.stats.reductions == 2
+    assert fusion.stats.reductions == 6
 
 
 def test_the_reduced_value_is_never_written(fusion: burn.Fusion) -> None:
@@ -145,14 +150,18 @@ def test_many_leaves(fusion: burn.Fusion, ref: burn.Backend, rng: np.random.Gene
     # as many distinct loads as a kernel may take (fewer where WebGPU binds fewer buffers)
     xs = [random_tensor(rng, (5, 8), "float32") for _ in range(fusion.max_leaves)]
 
-    def run(b: burn.Backend) -> burn.Tensor:
-        total = on(b, xs[0])
+    def total(b: burn.Backend) -> burn.Tensor:
+        value = on(b, xs[0])
         for x in xs[1:]:
-            total = total + on(b, x)
-        return total.sum(axis=0)
+            value = value + on(b, x)
+        return value
 
-    check(run, fusion, ref)
+    check(lambda b: total(b).sum(axis=0), fusion, ref)
     assert (fusion.stats.launches, fusion.stats.reductions) == (1, 1)
+    # a variance's second pass also binds the means, one buffer more than the kernel may
+    # take: the chain is computed first (one launch), then the plain variance
+    check(lambda b: total(b).var(axis=0), fusion, ref)
+    assert (fusion.stats.launches, fusion.stats.reductions) == (2, 1)
 
 
 def test_unknown_reductions_are_refused(fusion: burn.Fusion) -> None:
