@@ -20,7 +20,15 @@ from cubepy.ir.dtypes import DType
 
 from . import mathlib
 from .layout import Context, View, float_register, launch_plan, scalar
-from .strided import by_rows, lanes, layout_args, operand_args, strided_grid, strided_offset
+from .strided import (
+    by_rows,
+    lanes,
+    layout_args,
+    operand_args,
+    row_steps,
+    strided_grid,
+    strided_offset,
+)
 
 FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
                "cos", "tan", "tanh", "atan", "erf", "sigmoid", "gelu", "silu", "softplus")
@@ -197,25 +205,26 @@ def activation_derivative(g, v, OP):
 @cube.kernel
 def unary_kernel(x, xo, xs0, xs1, xs2, xs3, out, oo, n, d1, d2, d3,
                  OP: cube.Comptime[str], CT: cube.Comptime[object], DT: cube.Comptime[object],
-                 BY_ROW: cube.Comptime[bool], RANK: cube.Comptime[int],
-                 BLOCK: cube.Comptime[int]):
+                 BY_ROW: cube.Comptime[bool], XSTEP: cube.Comptime[int],
+                 RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
     idx, cols, m = lanes(n, d3, BLOCK, BY_ROW)
     # masked lanes read 1: defined for every op (log, 1/x, ...) so no lane raises a warning
-    v = cube.load(x + xo + strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, xs0, xs1, xs2,
-                                          xs3), mask=m, other=1)
+    v = cube.load(x + xo + strided_offset(idx, cols, BY_ROW, XSTEP, RANK, d1, d2, d3, xs0, xs1,
+                                          xs2, xs3), mask=m, other=1)
     cube.store(out + oo + idx, apply_unary(v.to(CT), OP).to(DT), mask=m)
 
 
 @cube.kernel
 def binary_kernel(x, xo, xs0, xs1, xs2, xs3, y, yo, ys0, ys1, ys2, ys3, out, oo, n, d1, d2, d3,
                   OP: cube.Comptime[str], CT: cube.Comptime[object], DT: cube.Comptime[object],
-                  BY_ROW: cube.Comptime[bool], RANK: cube.Comptime[int],
+                  BY_ROW: cube.Comptime[bool], XSTEP: cube.Comptime[int],
+                  YSTEP: cube.Comptime[int], RANK: cube.Comptime[int],
                   BLOCK: cube.Comptime[int]):
     idx, cols, m = lanes(n, d3, BLOCK, BY_ROW)
-    a = cube.load(x + xo + strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, xs0, xs1, xs2,
-                                          xs3), mask=m, other=1)
-    b = cube.load(y + yo + strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, ys0, ys1, ys2,
-                                          ys3), mask=m, other=1)
+    a = cube.load(x + xo + strided_offset(idx, cols, BY_ROW, XSTEP, RANK, d1, d2, d3, xs0, xs1,
+                                          xs2, xs3), mask=m, other=1)
+    b = cube.load(y + yo + strided_offset(idx, cols, BY_ROW, YSTEP, RANK, d1, d2, d3, ys0, ys1,
+                                          ys2, ys3), mask=m, other=1)
     cube.store(out + oo + idx, apply_binary(a.to(CT), b.to(CT), OP).to(DT), mask=m)
 
 
@@ -243,14 +252,16 @@ def binary_dense_kernel(x, xo, y, yo, out, n, OP: cube.Comptime[str], CT: cube.C
 @cube.kernel
 def where_kernel(c, co, cs0, cs1, cs2, cs3, x, xo, xs0, xs1, xs2, xs3, y, yo, ys0, ys1, ys2, ys3,
                  out, oo, n, d1, d2, d3, DT: cube.Comptime[object], BY_ROW: cube.Comptime[bool],
-                 RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
+                 CSTEP: cube.Comptime[int], XSTEP: cube.Comptime[int],
+                 YSTEP: cube.Comptime[int], RANK: cube.Comptime[int],
+                 BLOCK: cube.Comptime[int]):
     idx, cols, m = lanes(n, d3, BLOCK, BY_ROW)
-    cond = cube.load(c + co + strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, cs0, cs1, cs2,
-                                             cs3), mask=m, other=0)
-    a = cube.load(x + xo + strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, xs0, xs1, xs2,
-                                          xs3), mask=m, other=0)
-    b = cube.load(y + yo + strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, ys0, ys1, ys2,
-                                          ys3), mask=m, other=0)
+    cond = cube.load(c + co + strided_offset(idx, cols, BY_ROW, CSTEP, RANK, d1, d2, d3, cs0, cs1,
+                                             cs2, cs3), mask=m, other=0)
+    a = cube.load(x + xo + strided_offset(idx, cols, BY_ROW, XSTEP, RANK, d1, d2, d3, xs0, xs1,
+                                          xs2, xs3), mask=m, other=0)
+    b = cube.load(y + yo + strided_offset(idx, cols, BY_ROW, YSTEP, RANK, d1, d2, d3, ys0, ys1,
+                                          ys2, ys3), mask=m, other=0)
     cube.store(out + oo + idx, cube.where(cond != 0, a.to(DT), b.to(DT)), mask=m)
 
 
@@ -258,11 +269,11 @@ def where_kernel(c, co, cs0, cs1, cs2, cs3, x, xo, xs0, xs1, xs2, xs3, y, yo, ys
 def clamp_kernel(x, xo, xs0, xs1, xs2, xs3, out, oo, n, d1, d2, d3, lo, hi,
                  HAS_LO: cube.Comptime[bool], HAS_HI: cube.Comptime[bool],
                  CT: cube.Comptime[object], DT: cube.Comptime[object],
-                 BY_ROW: cube.Comptime[bool], RANK: cube.Comptime[int],
-                 BLOCK: cube.Comptime[int]):
+                 BY_ROW: cube.Comptime[bool], XSTEP: cube.Comptime[int],
+                 RANK: cube.Comptime[int], BLOCK: cube.Comptime[int]):
     idx, cols, m = lanes(n, d3, BLOCK, BY_ROW)
-    v = cube.load(x + xo + strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, xs0, xs1, xs2,
-                                          xs3), mask=m, other=0).to(CT)
+    v = cube.load(x + xo + strided_offset(idx, cols, BY_ROW, XSTEP, RANK, d1, d2, d3, xs0, xs1,
+                                          xs2, xs3), mask=m, other=0).to(CT)
     if HAS_LO:
         v = cube.maximum(v, lo)
     if HAS_HI:
@@ -287,7 +298,8 @@ def unary(ctx: Context, op: str, x: View, compute: DType, out_dtype: DType) -> V
         unary_kernel[strided_grid(part, block, by_row)](
             x.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
             OP=op, CT=float_register(compute), DT=out_dtype, BY_ROW=by_row,
-            RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            XSTEP=row_steps(part, by_row)[0], RANK=part.layout.rank, BLOCK=block,
+            target=ctx.target)
     return out
 
 
@@ -305,11 +317,12 @@ def binary(ctx: Context, op: str, x: View, y: View, compute: DType, out_dtype: D
         return out
     for part in launch_plan(x.shape, [x, y]):
         block, by_row = ctx.block(part.numel), by_rows(ctx, part)
+        x_step, y_step = row_steps(part, by_row)
         binary_kernel[strided_grid(part, block, by_row)](
             x.storage, *operand_args(part, 0), y.storage, *operand_args(part, 1),
             out.storage, part.out_offset, *layout_args(part),
-            OP=op, CT=float_register(compute), DT=out_dtype, BY_ROW=by_row,
-            RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            OP=op, CT=float_register(compute), DT=out_dtype, BY_ROW=by_row, XSTEP=x_step,
+            YSTEP=y_step, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
     return out
 
 
@@ -318,10 +331,12 @@ def where(ctx: Context, cond: View, x: View, y: View, out_dtype: DType) -> View:
     out = ctx.new(x.shape, out_dtype)
     for part in launch_plan(x.shape, [cond, x, y]):
         block, by_row = ctx.block(part.numel), by_rows(ctx, part)
+        steps = row_steps(part, by_row)
         where_kernel[strided_grid(part, block, by_row)](
             cond.storage, *operand_args(part, 0), x.storage, *operand_args(part, 1),
             y.storage, *operand_args(part, 2), out.storage, part.out_offset, *layout_args(part),
-            DT=out_dtype, BY_ROW=by_row, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            DT=out_dtype, BY_ROW=by_row, CSTEP=steps[0], XSTEP=steps[1], YSTEP=steps[2],
+            RANK=part.layout.rank, BLOCK=block, target=ctx.target)
     return out
 
 
@@ -335,7 +350,8 @@ def clamp(ctx: Context, x: View, lo: Any, hi: Any, out_dtype: DType) -> View:
             x.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
             scalar(0 if lo is None else lo, compute), scalar(0 if hi is None else hi, compute),
             HAS_LO=lo is not None, HAS_HI=hi is not None, CT=compute, DT=out_dtype,
-            BY_ROW=by_row, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            BY_ROW=by_row, XSTEP=row_steps(part, by_row)[0], RANK=part.layout.rank,
+            BLOCK=block, target=ctx.target)
     return out
 
 
@@ -368,4 +384,5 @@ def copy_into(ctx: Context, target: View, source: View) -> None:
             source.storage, *operand_args(part, 0), target.storage,
             target.offset + part.out_offset, *layout_args(part), OP="identity",
             CT=float_register(source.dtype), DT=target.dtype, BY_ROW=by_row,
-            RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            XSTEP=row_steps(part, by_row)[0], RANK=part.layout.rank, BLOCK=block,
+            target=ctx.target)

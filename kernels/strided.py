@@ -65,11 +65,19 @@ def lanes(n, d3, BLOCK, BY_ROW):
 
 
 @cube.func
-def strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, s0, s1, s2, s3):
+def strided_offset(idx, cols, BY_ROW, STEP, RANK, d1, d2, d3, s0, s1, s2, s3):
     # element_offset of `lanes`' elements; BY_ROW, the row's offset once per cube (the outer
-    # axes as a layout of one rank less) plus a step along the row: no division per element
+    # axes as a layout of one rank less) plus a step along the row: no division per element.
+    # STEP, the step when known at compile time (`row_steps`): a broadcast's 0 lets the cpu's
+    # loop load one value per row, 1 lets it load the row as a vector.
     if BY_ROW:
-        offset = element_offset(cube.cube_pos(1), RANK - 1, 1, d1, d2, 0, s0, s1, s2) + cols * s3
+        row = element_offset(cube.cube_pos(1), RANK - 1, 1, d1, d2, 0, s0, s1, s2)
+        if STEP == 0:
+            offset = row + cols * 0
+        elif STEP == 1:
+            offset = row + cols
+        else:
+            offset = row + cols * s3
     else:
         offset = element_offset(idx, RANK, d1, d2, d3, s0, s1, s2, s3)
     return offset
@@ -91,6 +99,14 @@ def by_rows(ctx: Context, part: LaunchPart) -> bool:
     axes or more whose rows fill at least ``CPU_ROW_LANES`` of the cpu's block."""
     return (ctx.target.startswith("cpu") and part.layout.rank >= 2
             and part.layout.dims[2] >= CPU_ROW_LANES)
+
+
+def row_steps(part: LaunchPart, by_row: bool) -> list[int]:
+    """Each operand's ``STEP`` for ``strided_offset``: its stride along the row when read row
+    by row and 0 or 1, else -1 (the stride argument; GPU targets always take -1, so they
+    compile one specialization)."""
+    steps = [s[3] for s in part.layout.strides]
+    return [s if by_row and s in (0, 1) else -1 for s in steps]
 
 
 def strided_grid(part: LaunchPart, block: int, by_row: bool) -> tuple[int, ...]:

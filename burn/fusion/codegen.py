@@ -44,6 +44,7 @@ from kernels.strided import (
     lanes,
     layout_args,
     operand_args,
+    row_steps,
     strided_grid,
     strided_offset,
 )
@@ -126,14 +127,17 @@ def kernel_source(name: str, key: tuple[Any, ...]) -> str:
     params += [f"s{j}" for j in range(sum(scalar_count(step) for step in steps))]
     params += ["out", "n"] if dense else ["out", "oo", "n", "d1", "d2", "d3",
                                           "BY_ROW: cube.Comptime[bool]",
+                                          *(f"X{i}STEP: cube.Comptime[int]"
+                                            for i, ordered in enumerate(in_order)
+                                            if not ordered),
                                           "RANK: cube.Comptime[int]"]
     params.append("BLOCK: cube.Comptime[int]")
     lines = ["@cube.kernel", f"def {name}({', '.join(params)}):"]
     lines += (["    idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)", "    m = idx < n"]
               if dense else ["    idx, cols, m = lanes(n, d3, BLOCK, BY_ROW)"])
     for i, ordered in enumerate(in_order):
-        where = "idx" if ordered else (f"strided_offset(idx, cols, BY_ROW, RANK, d1, d2, d3, "
-                                       f"x{i}s0, x{i}s1, x{i}s2, x{i}s3)")
+        where = "idx" if ordered else (f"strided_offset(idx, cols, BY_ROW, X{i}STEP, RANK, d1, "
+                                       f"d2, d3, x{i}s0, x{i}s1, x{i}s2, x{i}s3)")
         # masked lanes read 1: defined for every op (log, 1/x, ...), as in the unfused kernels
         lines.append(f"    x{i}v = cube.load(x{i} + x{i}o + {where}, mask=m, other=1)")
     for j, step in enumerate(steps):
@@ -225,7 +229,9 @@ def launch(ctx: Context, root: Lazy, traced: Trace) -> View:
             args += ([leaf.storage, part.offsets[i]] if in_order[i]
                      else [leaf.storage, *operand_args(part, i)])
         block, by_row = ctx.block(part.numel), by_rows(ctx, part)
+        steps = {f"X{i}STEP": step for i, step in enumerate(row_steps(part, by_row))
+                 if not in_order[i]}
         kernel[strided_grid(part, block, by_row)](
             *args, *values, out.storage, part.out_offset, *layout_args(part),
-            BY_ROW=by_row, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            BY_ROW=by_row, **steps, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
     return out

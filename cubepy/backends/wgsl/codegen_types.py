@@ -292,14 +292,18 @@ HELPERS = {
     # pack to 16 bits and back: NVIDIA's Vulkan driver folds those to `x`. In integers instead:
     # float16's normal range drops 13 of f32's 23 fraction bits (a carry moves into the
     # exponent, as it should); its subnormals are multiples of 2^-24, rounded by `round` after
-    # an exact scaling; from 65520 on the value rounds to infinity; NaN stays NaN.
+    # an exact scaling; from 65520 on the value rounds to infinity; NaN stays NaN. The ranges
+    # are told apart on the magnitude's bits (2^-14, 65520, infinity): NVIDIA's driver may
+    # fold float compares of a NaN (`x == x` as true), and a NaN came out as -0.0 there.
     "round_to_f16": """fn round_to_f16_{T}(x: f32) -> f32 {{
     let bits = bitcast<u32>(x);
+    let magnitude = bits & 0x7fffffffu;
     let normal = bitcast<f32>((bits + 0xfffu + ((bits >> 13u) & 1u)) & 0xffffe000u);
     let tiny = round(x * 16777216.0f) * 5.9604645e-8f;
-    let infinity = select(bitcast<f32>(0x7f800000u), bitcast<f32>(0xff800000u), x < 0.0f);
-    let finite = select(select(normal, tiny, abs(x) < 6.1035156e-5f), infinity, abs(x) >= 65520.0f);
-    return select(finite, x, !(x == x));
+    let infinity = bitcast<f32>((bits & 0x80000000u) | 0x7f800000u);
+    let finite = select(select(normal, tiny, magnitude < 0x38800000u), infinity,
+                        magnitude >= 0x477ff000u);
+    return select(finite, x, magnitude > 0x7f800000u);
 }}""",
 }
 
