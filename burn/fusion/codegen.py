@@ -36,18 +36,8 @@ from typing import Any
 
 import cubepy as cube
 from cubepy.ir import dtypes as dt
-from kernels import elementwise, reduce
+from kernels import elementwise, reduce, strided
 from kernels.layout import Context, View, launch_plan
-from kernels.strided import (
-    by_rows,
-    element_offset,
-    lanes,
-    layout_args,
-    operand_args,
-    row_steps,
-    strided_grid,
-    strided_offset,
-)
 
 from .graph import Constant, Lazy, leaf_key
 
@@ -175,8 +165,8 @@ def expression(step: Step) -> str:
 #: the names a generated kernel's text may use
 NAMESPACE: dict[str, Any] = {
     "cube": cube, "apply_unary": elementwise.apply_unary,
-    "apply_binary": elementwise.apply_binary, "element_offset": element_offset,
-    "lanes": lanes, "strided_offset": strided_offset,
+    "apply_binary": elementwise.apply_binary, "element_offset": strided.element_offset,
+    "lanes": strided.lanes, "strided_offset": strided.strided_offset,
     # a fused reduction's (burn/fusion/reduction.py): kernels.reduce's row kernel parts
     "chunk_end": reduce.chunk_end, "prepare": reduce.prepare, "combine": reduce.combine,
     "row_center": reduce.row_center, "finish_rows": reduce.finish_rows,
@@ -227,11 +217,11 @@ def launch(ctx: Context, root: Lazy, traced: Trace) -> View:
         args = []
         for i, leaf in enumerate(traced.leaves):
             args += ([leaf.storage, part.offsets[i]] if in_order[i]
-                     else [leaf.storage, *operand_args(part, i)])
-        block, by_row = ctx.block(part.numel), by_rows(ctx, part)
-        steps = {f"X{i}STEP": step for i, step in enumerate(row_steps(part, by_row))
+                     else [leaf.storage, *strided.operand_args(part, i)])
+        block, by_row = ctx.block(part.numel), strided.by_rows(ctx, part)
+        steps = {f"X{i}STEP": step for i, step in enumerate(strided.row_steps(part, by_row))
                  if not in_order[i]}
-        kernel[strided_grid(part, block, by_row)](
-            *args, *values, out.storage, part.out_offset, *layout_args(part),
+        kernel[strided.strided_grid(part, block, by_row)](
+            *args, *values, out.storage, part.out_offset, *strided.layout_args(part),
             BY_ROW=by_row, **steps, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
     return out
