@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -105,15 +106,37 @@ class RowProblem:
     cols: Group
 
 
+def row_groups(ctx: Context, shape: Sequence[int], strides: Sequence[Sequence[int]],
+               axes: Sequence[int]) -> tuple[Group, Group] | None:
+    """The kept axes of ``shape`` (the rows) and ``axes`` (each row's columns) as ``Group``s
+    over every operand's ``strides``; None when either needs more than ``MAX_RANK`` axes.
+
+    Example:
+        >>> rows, cols = row_groups(Context("cpu", None), (4, 8), [(8, 1)], (1,))
+        >>> (rows.numel, rows.rank), (cols.numel, cols.rank)
+        ((4, 1), (8, 0))
+    """
+    return _row_groups(single_row_axis(ctx), tuple(shape), tuple(map(tuple, strides)),
+                       tuple(axes))
+
+
+@functools.lru_cache(maxsize=4096)  # a training step reduces the same layouts every step
+def _row_groups(single: bool, shape: tuple[int, ...], strides: tuple[tuple[int, ...], ...],
+                axes: tuple[int, ...]) -> tuple[Group, Group] | None:
+    kept = [a for a in range(len(shape)) if a not in axes]
+    rows = group([shape[a] for a in kept], [[s[a] for a in kept] for s in strides],
+                 single=single)
+    cols = group([shape[a] for a in axes], [[s[a] for a in axes] for s in strides])
+    return None if rows is None or cols is None else (rows, cols)
+
+
 def row_problem(ctx: Context, x: View, axes: Sequence[int]) -> RowProblem:
     """``x`` as rows over the kept axes, each reducing ``axes``. A layout whose groups do not
     collapse to ``MAX_RANK`` axes is first copied with the reduced axes moved last."""
+    groups = row_groups(ctx, x.shape, [x.strides], axes)
+    if groups is not None:
+        return RowProblem(x, *groups)
     kept = [a for a in range(x.ndim) if a not in axes]
-    rows = group([x.shape[a] for a in kept], [[x.strides[a] for a in kept]],
-                 single=single_row_axis(ctx))
-    cols = group([x.shape[a] for a in axes], [[x.strides[a] for a in axes]])
-    if rows is not None and cols is not None:
-        return RowProblem(x, rows, cols)
     order = kept + list(axes)
     moved = elementwise.copy(ctx, x.with_layout(x.offset, [x.shape[a] for a in order],
                                                 [x.strides[a] for a in order]))

@@ -35,7 +35,7 @@ from typing import Any
 from cubepy.ir.dtypes import DType
 from kernels import reduce
 from kernels.layout import Context, View, scalar
-from kernels.rows import Group, group, identity, launch_options, single_row_axis
+from kernels.rows import Group, identity, launch_options, row_groups
 
 from . import codegen
 from .graph import Lazy
@@ -86,16 +86,48 @@ def reduction_source(name: str, key: tuple[Any, ...]) -> str:
     return "\n".join(lines) + "\n"
 
 
-@dataclass
-class Rows:
-    """A pending value seen as rows: its trace, the kept and reduced axes collapsed over every
-    leaf's strides, the reduced axes' element count and the result's shape."""
+@dataclass(frozen=True)
+class Layout:
+    """How a reduction kernel addresses a value's leaves: the kept and the reduced axes
+    collapsed over every leaf's strides, each leaf's stride arguments, and the launch."""
 
-    traced: codegen.Trace
     rows: Group
     cols: Group
+    leaf_args: tuple[tuple[int, ...], ...]
+    how: reduce.Plan
+
+
+@dataclass
+class Rows:
+    """A pending value seen as rows: its trace, its ``Layout``, the reduced axes' element
+    count and the result's shape."""
+
+    traced: codegen.Trace
+    layout: Layout
     count: int
     shape: tuple[int, ...]
+
+
+#: layouts by (target, shape, axes, each leaf's strides): a training step reduces the same
+#: layouts again and again, and collapsing them is a third of a small reduction's host time
+_layouts: dict[tuple[Any, ...], Layout | None] = {}
+
+
+def _layout(ctx: Context, shape: tuple[int, ...], axes: tuple[int, ...],
+            leaf_strides: tuple[tuple[int, ...], ...]) -> Layout | None:
+    key = (ctx.target, shape, axes, leaf_strides)
+    if key in _layouts:
+        return _layouts[key]
+    groups = row_groups(ctx, shape, leaf_strides, axes)
+    layout = None
+    if groups is not None:
+        rows, cols = groups
+        layout = Layout(rows, cols, tuple((*rows.args(i), *cols.args(i))
+                                          for i in range(len(leaf_strides))),
+                        reduce.tile_plan(ctx, rows, cols))
+    if len(_layouts) < 4096:
+        _layouts[key] = layout
+    return layout
 
 
 def value_rows(ctx: Context, root: Lazy, axes: Sequence[int], max_leaves: int
@@ -109,14 +141,11 @@ def value_rows(ctx: Context, root: Lazy, axes: Sequence[int], max_leaves: int
     traced = codegen.trace(root)
     if not traced.leaves or len(traced.leaves) > max_leaves:
         return None  # (a value of constants alone is computed first: it has no layout)
-    kept = [a for a in range(len(shape)) if a not in axes]
-    rows = group([shape[a] for a in kept], [[v.strides[a] for a in kept] for v in traced.leaves],
-                 single=single_row_axis(ctx))
-    cols = group([shape[a] for a in axes], [[v.strides[a] for a in axes] for v in traced.leaves])
-    if rows is None or cols is None:
+    layout = _layout(ctx, shape, axes, tuple(v.strides for v in traced.leaves))
+    if layout is None:
         return None
-    return Rows(traced, rows, cols, math.prod(shape[a] for a in axes),
-                tuple(shape[a] for a in kept))
+    return Rows(traced, layout, math.prod(shape[a] for a in axes),
+                tuple(n for a, n in enumerate(shape) if a not in axes))
 
 
 def run(ctx: Context, value: Rows, op: str, post: str, compute: DType, out_dtype: DType,
@@ -127,15 +156,15 @@ def run(ctx: Context, value: Rows, op: str, post: str, compute: DType, out_dtype
     out = ctx.new(value.shape, out_dtype)
     if not out.numel:
         return out
-    traced, rows, cols = value.traced, value.rows, value.cols
+    traced, layout = value.traced, value.layout
+    rows, cols, how = layout.rows, layout.cols, layout.how
     key = ("reduce", traced.key[0], traced.key[1], traced.key[3], center is not None)
     kernel = codegen.kernel_for(key, "fused_reduce", reduction_source)
-    how = reduce.tile_plan(ctx, rows, cols)
     split = how.splits > 1  # partial results per cube first, combined by a second launch
     target = ctx.new((rows.numel, how.splits), compute) if split else out
     args: list[Any] = []
-    for i, leaf in enumerate(traced.leaves):
-        args += [leaf.storage, leaf.offset, *rows.args(i), *cols.args(i)]
+    for leaf, strides in zip(traced.leaves, layout.leaf_args):
+        args += [leaf.storage, leaf.offset, *strides]
     kernel[how.grid](
         *args, *traced.constants, *traced.scalars, *rows.dim_args, rows.numel,
         *cols.dim_args, cols.numel, how.chunk, *([] if center is None else [center.storage]),
