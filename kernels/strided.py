@@ -22,7 +22,7 @@ from .layout import Context, LaunchPart
 
 #: the shortest innermost axis a cpu strided kernel reads row by row (``by_rows``): shorter
 #: rows leave most of the cpu's 1024-lane block masked (BENCHMARKS.md, "Strided
-#: elementwise ops row by row")
+#: elementwise ops on the cpu target")
 CPU_ROW_LANES = 512
 
 
