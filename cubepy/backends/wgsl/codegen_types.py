@@ -293,8 +293,8 @@ HELPERS = {
     # float16's normal range drops 13 of f32's 23 fraction bits (a carry moves into the
     # exponent, as it should); its subnormals are multiples of 2^-24, rounded by `round` after
     # an exact scaling; from 65520 on the value rounds to infinity; NaN stays NaN. The ranges
-    # are told apart on the magnitude's bits (2^-14, 65520, infinity): NVIDIA's driver may
-    # fold float compares of a NaN (`x == x` as true), and a NaN came out as -0.0 there.
+    # are told apart on the magnitude's bits (2^-14, 65520, infinity): with float compares
+    # (`abs(x) < ...`, `!(x == x)`) a NaN came out as -0.0 on NVIDIA's driver (run 191).
     "round_to_f16": """fn round_to_f16_{T}(x: f32) -> f32 {{
     let bits = bitcast<u32>(x);
     let magnitude = bits & 0x7fffffffu;
