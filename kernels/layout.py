@@ -229,6 +229,50 @@ def _indices(dims: Sequence[int]) -> list[tuple[int, ...]]:
     return result
 
 
+def view_strides(old_shape: Sequence[int], old_strides: Sequence[int],
+                  new_shape: Sequence[int]) -> list[int] | None:
+    """Strides giving ``new_shape`` over the same elements, or None if a copy is needed:
+    both shapes are walked in chunks of equal element count; each chunk's old axes must be
+    contiguous with each other (a reshape's view, and a pending value's leaves read through
+    a reshape of it under ``burn.Fusion``).
+
+    Example:
+        >>> view_strides((2, 3, 4), (12, 4, 1), (6, 4)), view_strides((2, 3), (1, 2), (6,))
+        ([4, 1], None)
+    """
+    old = [(n, s) for n, s in zip(old_shape, old_strides) if n != 1]
+    new = [n for n in new_shape]
+    strides = [0] * len(new)
+    oi, ni = 0, 0
+    while oi < len(old) and ni < len(new):
+        if new[ni] == 1:
+            ni += 1
+            continue
+        # a chunk: old axes oi..oj and new axes ni..nj with equal products
+        o_prod, n_prod = old[oi][0], new[ni]
+        oj, nj = oi, ni
+        while o_prod != n_prod:
+            if o_prod < n_prod:
+                oj += 1
+                if oj >= len(old):
+                    return None
+                o_prod *= old[oj][0]
+            else:
+                nj += 1
+                if nj >= len(new):
+                    return None
+                n_prod *= new[nj]
+        for k in range(oi, oj):
+            if old[k][1] != old[k + 1][1] * old[k + 1][0]:
+                return None
+        step = old[oj][1]
+        for k in range(nj, ni - 1, -1):
+            strides[k] = step
+            step *= new[k]
+        oi, ni = oj + 1, nj + 1
+    return strides
+
+
 def float_register(dtype: DType) -> DType:
     """The dtype kernels compute ``dtype`` in: float32 for 16-bit floats, else ``dtype``."""
     return cube.float32 if dtype.name in ("float16", "bfloat16") else dtype

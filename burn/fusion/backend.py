@@ -14,6 +14,7 @@ Wrap it under ``Autodiff`` for training: ``burn.Autodiff(burn.Fusion(burn.Cuda()
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -201,15 +202,16 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
 
     def _fused_reduction(self, x: View, axes: Sequence[int], centered: bool,
                          run: Callable[[reduction.Rows], View]) -> View | None:
-        """``run`` on ``x`` as rows when ``x`` is a whole pending value whose leaves a
-        reduction kernel can address (else None: the caller reduces it computed).
-        ``centered``: two launches, the second reading a center per row."""
+        """``run`` on ``x`` as rows when ``x`` is a whole pending value, in order or
+        reshaped, whose leaves a reduction kernel can address (else None: the caller
+        reduces it computed). ``centered``: two launches, the second reading a center per
+        row."""
         lazy = x.storage
-        if type(lazy) is not Lazy or x.dtype != lazy.dtype or not reads_in_order(x, lazy,
-                                                                                 x.shape):
+        if (type(lazy) is not Lazy or x.dtype != lazy.dtype or x.offset
+                or x.numel != math.prod(lazy.shape) or not x.is_contiguous):
             return None
         with self._lock:
-            value = (reduction.value_rows(self.inner.ctx, lazy, axes,
+            value = (reduction.value_rows(self.inner.ctx, lazy, x.shape, axes,
                                           self.max_leaves - centered)
                      if lazy.real is None else None)
             if value is None:

@@ -14,7 +14,10 @@ over every leaf's strides at once, so a broadcast leaf (a bias, a mean) is read 
 stride-0 axes. Each step rounds to its dtype as the unfused op stores it, so the reduction
 adds the same values the unfused one would read. Few long rows are split over cubes, as
 ``kernels.reduce`` splits them: the fused kernel writes the partial results and the plain
-reduction kernel combines them.
+reduction kernel combines them. A reshape of the value (``logits.reshape(-1, vocab)``) is
+read through each leaf's strides for the new shape, where its layout has them (a broadcast
+bias does along the merged leading axes; a transposed leaf does not: the value is then
+computed first).
 
 Example:
     >>> fusion = burn.Fusion(burn.Cpu())
@@ -34,7 +37,7 @@ from typing import Any
 
 from cubepy.ir.dtypes import DType
 from kernels import reduce
-from kernels.layout import Context, View, scalar
+from kernels.layout import Context, View, contiguous_strides, scalar, view_strides
 from kernels.rows import Group, identity, launch_options, row_groups
 
 from . import codegen
@@ -131,18 +134,23 @@ def _layout(ctx: Context, shape: tuple[int, ...], axes: tuple[int, ...],
     return layout
 
 
-def value_rows(ctx: Context, root: Lazy, axes: Sequence[int], max_leaves: int
-               ) -> Rows | None:
-    """``root`` as rows reducing ``axes``; None when its leaves' layouts do not collapse to
-    the axes a kernel addresses, or when it loads more than ``max_leaves`` buffers (one
-    fewer than elementwise kernels for a reduction that reads a center): the caller then
-    computes ``root`` and reduces it."""
-    shape = root.shape
-    axes = reduce.check_axes(View(root, 0, shape, root.strides, root.dtype), axes)
+def value_rows(ctx: Context, root: Lazy, shape: tuple[int, ...], axes: Sequence[int],
+               max_leaves: int) -> Rows | None:
+    """``root`` read as ``shape`` (its own or a reshape of it) as rows reducing ``axes``;
+    None when its leaves' layouts do not take the reshape or do not collapse to the axes a
+    kernel addresses, or when it loads more than ``max_leaves`` buffers (one fewer than
+    elementwise kernels for a reduction that reads a center): the caller then computes
+    ``root`` and reduces it."""
+    axes = reduce.check_axes(View(root, 0, shape, contiguous_strides(shape), root.dtype), axes)
     traced = codegen.trace(root)
     if not traced.leaves or len(traced.leaves) > max_leaves:
         return None  # (a value of constants alone is computed first: it has no layout)
-    layout = _layout(ctx, shape, axes, tuple(v.strides for v in traced.leaves))
+    leaf_strides = tuple(tuple(v.strides) if shape == root.shape
+                         else view_strides(root.shape, v.strides, shape)
+                         for v in traced.leaves)
+    if any(s is None for s in leaf_strides):
+        return None  # a leaf whose layout a reshape would copy (a transposed one)
+    layout = _layout(ctx, shape, axes, tuple(map(tuple, leaf_strides)))
     if layout is None:
         return None
     return Rows(traced, layout, math.prod(shape[a] for a in axes),

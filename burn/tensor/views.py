@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from kernels.layout import view_strides
+
 from ..backend import bounds
 from ..backend.base import BurnError
 from .tensor import Tensor, int_arg, normalize_axes, normalize_axis, tensor_method
@@ -66,54 +68,16 @@ def _infer_shape(shape: tuple[int, ...], numel: int, op: str, old: tuple[int, ..
     return shape
 
 
-def _view_strides(old_shape: Sequence[int], old_strides: Sequence[int],
-                  new_shape: Sequence[int]) -> list[int] | None:
-    """Strides giving ``new_shape`` over the same elements, or None if a copy is needed:
-    both shapes are walked in chunks of equal element count; each chunk's old axes must be
-    contiguous with each other."""
-    old = [(n, s) for n, s in zip(old_shape, old_strides) if n != 1]
-    new = [n for n in new_shape]
-    strides = [0] * len(new)
-    oi, ni = 0, 0
-    while oi < len(old) and ni < len(new):
-        if new[ni] == 1:
-            ni += 1
-            continue
-        # a chunk: old axes oi..oj and new axes ni..nj with equal products
-        o_prod, n_prod = old[oi][0], new[ni]
-        oj, nj = oi, ni
-        while o_prod != n_prod:
-            if o_prod < n_prod:
-                oj += 1
-                if oj >= len(old):
-                    return None
-                o_prod *= old[oj][0]
-            else:
-                nj += 1
-                if nj >= len(new):
-                    return None
-                n_prod *= new[nj]
-        for k in range(oi, oj):
-            if old[k][1] != old[k + 1][1] * old[k + 1][0]:
-                return None
-        step = old[oj][1]
-        for k in range(nj, ni - 1, -1):
-            strides[k] = step
-            step *= new[k]
-        oi, ni = oj + 1, nj + 1
-    return strides
-
-
 @tensor_method
 def reshape(x: Tensor, *shape: Any) -> Tensor:
     """``x`` with a new shape (one size may be -1); a view when the layout allows."""
     new_shape = _infer_shape(_shape_arg(shape, "reshape"), x.numel(), "reshape", x.shape)
     if x.numel() == 0:
         return Tensor(x.backend.new(new_shape, x.dtype), x.backend)
-    strides = _view_strides(x.shape, x.prim.strides, new_shape)
+    strides = view_strides(x.shape, x.prim.strides, new_shape)
     if strides is None:
         x = contiguous(x)
-        strides = _view_strides(x.shape, x.prim.strides, new_shape)
+        strides = view_strides(x.shape, x.prim.strides, new_shape)
     return _relayout(x, x.prim.offset, new_shape, strides)
 
 
@@ -121,7 +85,7 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
 def view(x: Tensor, *shape: Any) -> Tensor:
     """Like ``reshape`` but never copies: ``BurnError`` when the layout cannot be viewed."""
     new_shape = _infer_shape(_shape_arg(shape, "view"), x.numel(), "view", x.shape)
-    strides = _view_strides(x.shape, x.prim.strides, new_shape)
+    strides = view_strides(x.shape, x.prim.strides, new_shape)
     if strides is None:
         raise BurnError(f"view: a tensor of shape {x.shape} and strides {x.prim.strides} cannot "
                         f"be viewed as {new_shape}; use reshape() (which copies)")

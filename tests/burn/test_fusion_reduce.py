@@ -129,6 +129,27 @@ def test_layouts_a_kernel_cannot_address_are_computed_first(
     assert fusion.stats.reductions == 0 and fusion.stats.launches == 1
 
 
+def test_reshaped_values(fusion: burn.Fusion, ref: burn.Backend,
+                         rng: np.random.Generator) -> None:
+    # a cross-entropy's logsumexp over (batch * tokens, vocab) logits with a bias: the
+    # leaves, the broadcast bias too, are read through the reshape
+    x = random_tensor(rng, (2, 3, 7), "float32")
+    bias = random_tensor(rng, (7,), "float32")
+
+    def logits(b: burn.Backend) -> burn.Tensor:
+        return on(b, x) * 0.5 + on(b, bias)
+
+    check(lambda b: (logits(b).reshape(-1, 7).logsumexp(1), logits(b).reshape(6, 7).max(0),
+                     (on(b, x) * 2).flatten().sum()), fusion, ref)
+    assert fusion.stats.reductions == 4  # two for the logsumexp
+    # flattened, the bias (strides 0, 0, 1) has no strides over 42 elements; and a leaf
+    # stored transposed does not take a reshape: both values are computed first
+    check(lambda b: (logits(b).flatten().sum(),
+                     (on(b, np.ascontiguousarray(x.transpose(0, 2, 1))).permute(0, 2, 1) + 1)
+                     .reshape(6, 7).sum(1)), fusion, ref)
+    assert fusion.stats.reductions == 4
+
+
 def test_gradients_of_a_fused_loss(fusion: burn.Fusion, rng: np.random.Generator) -> None:
     x = random_tensor(rng, (16, 4), "float32")
     t = random_tensor(rng, (16, 3), "float32")
