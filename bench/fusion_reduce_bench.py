@@ -51,34 +51,27 @@ def operands(case: str, shape: tuple[int, ...], rng: np.random.Generator
     return [x, rng.uniform(0, 1, shape[1:]).astype(np.float32)]  # a weight or bias per column
 
 
+#: each case as (the elementwise chain, the reduction of its value), on burn or torch tensors
+CASES = {
+    "mse": (lambda a, b: (a - b) ** 2, lambda v: v.mean()),
+    "row_exp_sum": (lambda a, b: (a - b).exp(), lambda v: v.sum(1)),
+    "col_weighted_sum": (lambda a, b: a * b, lambda v: v.sum(0)),
+    "row_logsumexp": (lambda a, b: a + b, lambda v: v.logsumexp(1)),
+}
+
+
 def expression(case: str, a, b):
     """The case on burn tensors or torch tensors alike."""
-    if case == "mse":
-        return ((a - b) ** 2).mean()
-    if case == "row_exp_sum":
-        return (a - b).exp().sum(1)
-    if case == "row_logsumexp":
-        return (a + b).logsumexp(1)
-    return (a * b).sum(0)
+    chain, reduced = CASES[case]
+    return reduced(chain(a, b))
 
 
 def unfused(case: str, fusion: burn.Fusion, a: burn.Tensor, b: burn.Tensor) -> burn.Tensor:
     """The chain computed first (one fused elementwise kernel), then reduced."""
-    if case == "mse":
-        value = (a - b) ** 2
-        fusion.realize(value)
-        return value.mean()
-    if case == "row_exp_sum":
-        value = (a - b).exp()
-        fusion.realize(value)
-        return value.sum(1)
-    if case == "row_logsumexp":
-        value = a + b
-        fusion.realize(value)
-        return value.logsumexp(1)
-    value = a * b
+    chain, reduced = CASES[case]
+    value = chain(a, b)
     fusion.realize(value)
-    return value.sum(0)
+    return reduced(value)
 
 
 def reference(case: str, arrays: list[np.ndarray]) -> np.ndarray:

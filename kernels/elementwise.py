@@ -20,15 +20,7 @@ from cubepy.ir.dtypes import DType
 
 from . import mathlib
 from .layout import Context, View, float_register, launch_plan, scalar
-from .strided import (
-    by_rows,
-    lanes,
-    layout_args,
-    operand_args,
-    row_steps,
-    strided_grid,
-    strided_offset,
-)
+from .strided import lanes, layout_args, operand_args, strided_launch, strided_offset
 
 FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
                "cos", "tan", "tanh", "atan", "erf", "sigmoid", "gelu", "silu", "softplus")
@@ -294,11 +286,10 @@ def unary(ctx: Context, op: str, x: View, compute: DType, out_dtype: DType) -> V
             BLOCK=block, target=ctx.target)
         return out
     for part in launch_plan(x.shape, [x]):
-        block, by_row = ctx.block(part.numel), by_rows(ctx, part)
-        unary_kernel[strided_grid(part, block, by_row)](
+        go = strided_launch(ctx, part)
+        unary_kernel[go.grid](
             x.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
-            OP=op, CT=float_register(compute), DT=out_dtype, BY_ROW=by_row,
-            XSTEP=row_steps(part, by_row)[0], RANK=part.layout.rank, BLOCK=block,
+            OP=op, CT=float_register(compute), DT=out_dtype, **go.comptimes("XSTEP"),
             target=ctx.target)
     return out
 
@@ -316,13 +307,12 @@ def binary(ctx: Context, op: str, x: View, y: View, compute: DType, out_dtype: D
             CT=float_register(compute), DT=out_dtype, BLOCK=block, target=ctx.target)
         return out
     for part in launch_plan(x.shape, [x, y]):
-        block, by_row = ctx.block(part.numel), by_rows(ctx, part)
-        x_step, y_step = row_steps(part, by_row)
-        binary_kernel[strided_grid(part, block, by_row)](
+        go = strided_launch(ctx, part)
+        binary_kernel[go.grid](
             x.storage, *operand_args(part, 0), y.storage, *operand_args(part, 1),
             out.storage, part.out_offset, *layout_args(part),
-            OP=op, CT=float_register(compute), DT=out_dtype, BY_ROW=by_row, XSTEP=x_step,
-            YSTEP=y_step, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            OP=op, CT=float_register(compute), DT=out_dtype, **go.comptimes("XSTEP", "YSTEP"),
+            target=ctx.target)
     return out
 
 
@@ -330,13 +320,11 @@ def where(ctx: Context, cond: View, x: View, y: View, out_dtype: DType) -> View:
     """``x`` where ``cond`` is true, else ``y`` (all three of one shape)."""
     out = ctx.new(x.shape, out_dtype)
     for part in launch_plan(x.shape, [cond, x, y]):
-        block, by_row = ctx.block(part.numel), by_rows(ctx, part)
-        steps = row_steps(part, by_row)
-        where_kernel[strided_grid(part, block, by_row)](
+        go = strided_launch(ctx, part)
+        where_kernel[go.grid](
             cond.storage, *operand_args(part, 0), x.storage, *operand_args(part, 1),
             y.storage, *operand_args(part, 2), out.storage, part.out_offset, *layout_args(part),
-            DT=out_dtype, BY_ROW=by_row, CSTEP=steps[0], XSTEP=steps[1], YSTEP=steps[2],
-            RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            DT=out_dtype, **go.comptimes("CSTEP", "XSTEP", "YSTEP"), target=ctx.target)
     return out
 
 
@@ -345,13 +333,12 @@ def clamp(ctx: Context, x: View, lo: Any, hi: Any, out_dtype: DType) -> View:
     out = ctx.new(x.shape, out_dtype)
     compute = float_register(out_dtype)
     for part in launch_plan(x.shape, [x]):
-        block, by_row = ctx.block(part.numel), by_rows(ctx, part)
-        clamp_kernel[strided_grid(part, block, by_row)](
+        go = strided_launch(ctx, part)
+        clamp_kernel[go.grid](
             x.storage, *operand_args(part, 0), out.storage, part.out_offset, *layout_args(part),
             scalar(0 if lo is None else lo, compute), scalar(0 if hi is None else hi, compute),
             HAS_LO=lo is not None, HAS_HI=hi is not None, CT=compute, DT=out_dtype,
-            BY_ROW=by_row, XSTEP=row_steps(part, by_row)[0], RANK=part.layout.rank,
-            BLOCK=block, target=ctx.target)
+            **go.comptimes("XSTEP"), target=ctx.target)
     return out
 
 
@@ -379,10 +366,9 @@ def copy_into(ctx: Context, target: View, source: View) -> None:
                          f"takes a source of its shape and dtype, got "
                          f"{source.dtype.name}{list(source.shape)}")
     for part in launch_plan(source.shape, [source]):
-        block, by_row = ctx.block(part.numel), by_rows(ctx, part)
-        unary_kernel[strided_grid(part, block, by_row)](
+        go = strided_launch(ctx, part)
+        unary_kernel[go.grid](
             source.storage, *operand_args(part, 0), target.storage,
             target.offset + part.out_offset, *layout_args(part), OP="identity",
-            CT=float_register(source.dtype), DT=target.dtype, BY_ROW=by_row,
-            XSTEP=row_steps(part, by_row)[0], RANK=part.layout.rank, BLOCK=block,
+            CT=float_register(source.dtype), DT=target.dtype, **go.comptimes("XSTEP"),
             target=ctx.target)

@@ -14,6 +14,7 @@ Example (inside a kernel):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import cubepy as cube
@@ -51,7 +52,7 @@ def element_offset(idx, RANK, d1, d2, d3, s0, s1, s2, s3):
 def lanes(n, d3, BLOCK, BY_ROW):
     # This cube's elements: their linear indices in the result, their columns (indices along
     # the innermost axis, d3 long) and which exist. BY_ROW: cube (i, r) takes columns
-    # [i * BLOCK, (i + 1) * BLOCK) of row r (the grid of `strided_grid`); else BLOCK elements
+    # [i * BLOCK, (i + 1) * BLOCK) of row r (the grid of `strided_launch`); else BLOCK elements
     # in order.
     if BY_ROW:
         cols = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
@@ -68,8 +69,8 @@ def lanes(n, d3, BLOCK, BY_ROW):
 def strided_offset(idx, cols, BY_ROW, STEP, RANK, d1, d2, d3, s0, s1, s2, s3):
     # element_offset of `lanes`' elements; BY_ROW, the row's offset once per cube (the outer
     # axes as a layout of one rank less) plus a step along the row: no division per element.
-    # STEP, the step when known at compile time (`row_steps`): a broadcast's 0 lets the cpu's
-    # loop load one value per row, 1 lets it load the row as a vector.
+    # STEP, the step when known at compile time (`StridedLaunch.steps`): a broadcast's 0
+    # lets the cpu's loop load one value per row, 1 lets it load the row as a vector.
     if BY_ROW:
         row = element_offset(cube.cube_pos(1), RANK - 1, 1, d1, d2, 0, s0, s1, s2)
         if STEP == 0:
@@ -101,20 +102,36 @@ def by_rows(ctx: Context, part: LaunchPart) -> bool:
             and part.layout.dims[2] >= CPU_ROW_LANES)
 
 
-def row_steps(part: LaunchPart, by_row: bool) -> list[int]:
-    """Each operand's ``STEP`` for ``strided_offset``: its stride along the row when read row
-    by row and 0 or 1, else -1 (the stride argument; GPU targets always take -1, so they
-    compile one specialization)."""
-    steps = [s[3] for s in part.layout.strides]
-    return [s if by_row and s in (0, 1) else -1 for s in steps]
+@dataclass(frozen=True)
+class StridedLaunch:
+    """How a strided kernel (``lanes``, ``strided_offset``) is launched over one part: its
+    grid, its elements per cube, whether it reads row by row and, per operand, the step
+    along the row when known (0 or 1; else -1: the stride argument; GPU targets always take
+    -1, so they compile one specialization)."""
+
+    grid: tuple[int, ...]
+    block: int
+    by_row: bool
+    steps: tuple[int, ...]
+    rank: int
+
+    def comptimes(self, *step_names: str | None) -> dict[str, Any]:
+        """The kernel's BY_ROW, RANK, BLOCK and each operand's step under its name in
+        ``step_names`` (one per operand; None: the operand takes none)."""
+        steps = {name: step for name, step in zip(step_names, self.steps) if name}
+        return {"BY_ROW": self.by_row, **steps, "RANK": self.rank, "BLOCK": self.block}
 
 
-def strided_grid(part: LaunchPart, block: int, by_row: bool) -> tuple[int, ...]:
-    """The grid of a strided kernel over ``part`` with ``block`` elements per cube."""
+def strided_launch(ctx: Context, part: LaunchPart) -> StridedLaunch:
+    """The ``StridedLaunch`` of ``part`` on ``ctx``'s target."""
+    block, by_row = ctx.block(part.numel), by_rows(ctx, part)
     if by_row:
         d3 = part.layout.dims[2]
-        return cube.cdiv(d3, block), part.numel // d3
-    return (cube.cdiv(part.numel, block),)
+        grid: tuple[int, ...] = (cube.cdiv(d3, block), part.numel // d3)
+    else:
+        grid = (cube.cdiv(part.numel, block),)
+    steps = tuple(s[3] if by_row and s[3] in (0, 1) else -1 for s in part.layout.strides)
+    return StridedLaunch(grid, block, by_row, steps, part.layout.rank)
 
 
 def operand_args(part: LaunchPart, index: int) -> list[Any]:

@@ -218,10 +218,9 @@ def launch(ctx: Context, root: Lazy, traced: Trace) -> View:
         for i, leaf in enumerate(traced.leaves):
             args += ([leaf.storage, part.offsets[i]] if in_order[i]
                      else [leaf.storage, *strided.operand_args(part, i)])
-        block, by_row = ctx.block(part.numel), strided.by_rows(ctx, part)
-        steps = {f"X{i}STEP": step for i, step in enumerate(strided.row_steps(part, by_row))
-                 if not in_order[i]}
-        kernel[strided.strided_grid(part, block, by_row)](
+        go = strided.strided_launch(ctx, part)
+        kernel[go.grid](
             *args, *values, out.storage, part.out_offset, *strided.layout_args(part),
-            BY_ROW=by_row, **steps, RANK=part.layout.rank, BLOCK=block, target=ctx.target)
+            **go.comptimes(*(None if ordered else f"X{i}STEP" for i, ordered in
+                             enumerate(in_order))), target=ctx.target)
     return out
