@@ -1,18 +1,21 @@
-"""Reductions of pending elementwise values under ``burn.Fusion``, on the cpu target or a
-CUDA GPU: the fused kernel (the chain computed inside the reduction) against the same
-Fusion backend computing the chain first and reducing it (two launches, what Fusion did
-before), torch's eager ops on the same memory, and a copy of the input as the bandwidth
-peer, all in the same process.
+"""Reductions and softmaxes of pending elementwise values under ``burn.Fusion``, on the cpu
+target or a CUDA GPU: the fused kernel (the chain computed inside the reduction or the
+softmax) against the same Fusion backend computing the chain first and running the plain op
+on it (two launches, what Fusion did before), torch's eager ops on the same memory, and a
+copy of the input as the bandwidth peer, all in the same process.
 
 Cases: a mean squared error ``((a - b) ** 2).mean()`` (a full reduction, split over cubes),
 row sums of ``exp(x - c)`` with a per-row ``c`` (the softmax denominator), column sums
-of ``x * w`` with a per-column ``w`` (a tall reduction), and a row ``logsumexp`` of ``x + b``
-(a cross-entropy's, over logits with a bias: two passes). Each row: milliseconds per call
-(cpu: medians of 7 wall-clock calls after two; cuda: GPU time of 20 calls queued behind a
-GPU sleep, and the host's microseconds per call of each), the unfused and torch times over the
-fused one, the copy's time over the fused one, and the largest difference from float64.
+of ``x * w`` with a per-column ``w`` (a tall reduction), a row ``logsumexp`` of ``x + b``
+(a cross-entropy's, over logits with a bias: two passes), a row softmax of ``x * 0.125 + m``
+(attention scores, scaled and masked) and a row ``log_softmax`` of ``x + b``. Each row:
+milliseconds per call (cpu: medians of 7 wall-clock calls after two; cuda: GPU time of 20
+calls queued behind a GPU sleep, and the host's microseconds per call of each), the unfused
+and torch times over the fused one, the copy's time over the fused one, and the largest
+difference from float64.
 
-    make .venv/.stamp-dev && .venv/bin/python bench/fusion_reduce_bench.py [--backend cuda]
+    make .venv/.stamp-dev && .venv/bin/python bench/fusion_reduce_bench.py [--backend cuda] \
+        [--cases row_softmax,...]
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ from norm_backward_cpu_bench import milliseconds  # noqa: E402
 import burn  # noqa: E402
 
 CPU_SIZES = {"mse": (1 << 20,), "row_exp_sum": (1024, 1024), "col_weighted_sum": (1024, 1024),
-             "row_logsumexp": (1024, 1024)}
+             "row_logsumexp": (1024, 1024), "row_softmax": (1024, 1024),
+             "row_log_softmax": (1024, 1024)}
 # (on the GPU, also a 4096-element loss: bound by the host path, where one launch is saved)
 GPU_SIZES = {"mse": [(1 << 26,), (4096,)], "row_exp_sum": (8192, 8192),
-             "col_weighted_sum": (8192, 8192), "row_logsumexp": (8192, 8192)}
+             "col_weighted_sum": (8192, 8192), "row_logsumexp": (8192, 8192),
+             "row_softmax": [(16384, 1024), (64, 128)], "row_log_softmax": (8192, 8192)}
 
 
 def operands(case: str, shape: tuple[int, ...], rng: np.random.Generator
@@ -57,6 +62,8 @@ CASES = {
     "row_exp_sum": (lambda a, b: (a - b).exp(), lambda v: v.sum(1)),
     "col_weighted_sum": (lambda a, b: a * b, lambda v: v.sum(0)),
     "row_logsumexp": (lambda a, b: a + b, lambda v: v.logsumexp(1)),
+    "row_softmax": (lambda a, b: a * 0.125 + b, lambda v: v.softmax(1)),
+    "row_log_softmax": (lambda a, b: a + b, lambda v: v.log_softmax(1)),
 }
 
 
@@ -80,6 +87,11 @@ def reference(case: str, arrays: list[np.ndarray]) -> np.ndarray:
         return np.exp(a - b).sum(1)
     if case == "row_logsumexp":
         return np.log(np.exp(a + b).sum(1))
+    if case in ("row_softmax", "row_log_softmax"):
+        v = a * 0.125 + b if case == "row_softmax" else a + b
+        shifted = v - v.max(1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+        return np.exp(log_p) if case == "row_softmax" else log_p
     return np.asarray(expression(case, a, b))
 
 
@@ -134,13 +146,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: "
+                        + ", ".join(CASES))
     args = parser.parse_args()
+    unknown = set(args.cases.split(",")) - set(CASES)
+    if unknown:
+        parser.error(f"unknown cases {', '.join(sorted(unknown))}; cases: {', '.join(CASES)}")
     cuda = args.backend == "cuda"
     fusion = burn.Fusion(burn.Cuda() if cuda else burn.Cpu())
     print(json.dumps({"backend": args.backend, "torch": torch.__version__,
                       "threads": torch.get_num_threads()}), flush=True)
     rng = np.random.default_rng(0)
     for case, shapes in (GPU_SIZES if cuda else CPU_SIZES).items():
+        if case not in args.cases.split(","):
+            continue
         for shape in shapes if isinstance(shapes, list) else [shapes]:
             for dtype in args.dtypes.split(","):
                 print(json.dumps(row(case, shape, dtype, fusion, args.backend, rng)), flush=True)

@@ -44,6 +44,7 @@ from .graph import (
     leaf_bound,
     reads_in_order,
 )
+from .softmax import fused_softmax, softmax_rows
 
 
 @dataclass
@@ -51,13 +52,15 @@ class FusionStats:
     """What a ``Fusion`` backend has done: ``launches`` of kernels for pending values (a
     value of one op runs the inner backend's own kernel), the elementwise ``ops`` they
     computed, the distinct generated ``kernels`` (plans) among them, and the
-    ``reductions`` among the launches (reduction kernels that computed their input's pending
-    ops: one per sum, mean, max...; two per variance or logsumexp)."""
+    ``reductions`` and ``softmaxes`` among the launches (kernels that computed their input's
+    pending ops: one per sum, mean, max...; two per variance or logsumexp; one per softmax or
+    log_softmax)."""
 
     launches: int = 0
     ops: int = 0
     kernels: int = 0
     reductions: int = 0
+    softmaxes: int = 0
 
 
 def _realized_arg(backend: Fusion, value: Any) -> Any:
@@ -198,33 +201,50 @@ class Fusion(_Forwarding, BackendOps, WrapperBackend):  # type: ignore[misc]
             return view
         return View(storage, view.offset, view.shape, view.strides, view.dtype)
 
-    # ---- reductions: their input's pending ops computed in their kernel ----
+    # ---- reductions and softmax: their input's pending ops computed in their kernel ----
 
-    def _fused_reduction(self, x: View, axes: Sequence[int], centered: bool,
-                         run: Callable[[reduction.Rows], View]) -> View | None:
-        """``run`` on ``x`` as rows when ``x`` is a whole pending value, in order or
-        reshaped, whose leaves a reduction kernel can address (else None: the caller
-        reduces it computed). ``centered``: two launches, the second reading a center per
-        row."""
+    def _fused_rows(self, x: View, rows: Callable[[Lazy], reduction.Rows | None],
+                    run: Callable[[reduction.Rows], View], kinds: tuple[str, ...], stat: str
+                    ) -> View | None:
+        """``run`` on ``rows(value)`` when ``x`` is a whole pending value, in order or
+        reshaped, that ``rows`` finds a row kernel can address (else None: the caller runs
+        the plain op on ``x`` computed). ``kinds``: the generated kernels ``run`` launches,
+        one each; ``stat``: the ``FusionStats`` counter they add to."""
         lazy = x.storage
         if (type(lazy) is not Lazy or x.dtype != lazy.dtype or x.offset
                 or x.numel != math.prod(lazy.shape) or not x.is_contiguous):
             return None
         with self._lock:
-            value = (reduction.value_rows(self.inner.ctx, lazy, x.shape, axes,
-                                          self.max_leaves - centered)
-                     if lazy.real is None else None)
+            value = rows(lazy) if lazy.real is None else None
             if value is None:
                 return None
             out = run(value)
-            launches = 2 if centered else 1
-            self.stats.launches += launches
-            self.stats.reductions += launches
-            self.stats.ops += value.traced.ops * launches
-            self._plans.update(("reduce", kind, value.traced.key)
-                               for kind in (False, True)[:launches])
+            self.stats.launches += len(kinds)
+            setattr(self.stats, stat, getattr(self.stats, stat) + len(kinds))
+            self.stats.ops += value.traced.ops * len(kinds)
+            self._plans.update((kind, value.traced.key) for kind in kinds)
             self.stats.kernels = len(self._plans)
             return out
+
+    def _fused_reduction(self, x: View, axes: Sequence[int], centered: bool,
+                         run: Callable[[reduction.Rows], View]) -> View | None:
+        """``run`` on ``x`` as rows reducing ``axes`` (see ``_fused_rows``). ``centered``: two
+        launches, the second reading a center per row."""
+        ctx = self.inner.ctx
+        return self._fused_rows(
+            x, lambda lazy: reduction.value_rows(ctx, lazy, x.shape, axes,
+                                                 self.max_leaves - centered),
+            run, ("reduce", "centered")[:1 + centered], "reductions")
+
+    def softmax(self, x: View, axis: int, log: bool, compute: DType, out_dtype: DType
+                ) -> View:
+        ctx = self.inner.ctx
+        out = self._fused_rows(
+            x, lambda lazy: softmax_rows(ctx, lazy, x.shape, axis, self.max_leaves),
+            lambda value: fused_softmax(ctx, value, x.shape, log, compute, out_dtype),
+            ("softmax",), "softmaxes")
+        return self.inner.softmax(self.realized(x), axis, log, compute, out_dtype) \
+            if out is None else out
 
     def reduce(self, op: str, x: View, axes: Sequence[int], compute: DType, out_dtype: DType
                ) -> View:

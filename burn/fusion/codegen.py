@@ -36,7 +36,7 @@ from typing import Any
 
 import cubepy as cube
 from cubepy.ir import dtypes as dt
-from kernels import elementwise, reduce, strided
+from kernels import elementwise, reduce, softmax, strided
 from kernels.layout import Context, View, launch_plan
 
 from .graph import Constant, Lazy, leaf_key
@@ -170,6 +170,7 @@ NAMESPACE: dict[str, Any] = {
     # a fused reduction's (burn/fusion/reduction.py): kernels.reduce's row kernel parts
     "chunk_end": reduce.chunk_end, "prepare": reduce.prepare, "combine": reduce.combine,
     "row_center": reduce.row_center, "finish_rows": reduce.finish_rows,
+    "softmax_tile": softmax.softmax_tile,  # a fused softmax's (burn/fusion/softmax.py)
     **{f"D_{d.name}": d for d in dt.ALL},
 }
 _kernels: dict[tuple[Any, ...], Any] = {}

@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,48 +45,71 @@ from . import codegen
 from .graph import Lazy
 
 
+def leaf_params(count: int) -> list[str]:
+    """A generated row kernel's parameters for ``count`` leaves: each leaf's storage, offset,
+    and strides over the rows and the columns."""
+    params = []
+    for i in range(count):
+        params += [f"x{i}", f"x{i}o", *(f"x{i}r{j}" for j in range(4)),
+                   *(f"x{i}c{j}" for j in range(4))]
+    return params
+
+
+def chain_params(key: tuple[Any, ...]) -> list[str]:
+    """The parameters of a row kernel computing the chain of ``key`` (``(kind, steps, leaf
+    dtypes, constant dtypes, ...)``): its leaves', constants' and clamp bounds'."""
+    steps, leaf_dtypes, constant_dtypes = key[1:4]
+    return [*leaf_params(len(leaf_dtypes)), *(f"c{i}" for i in range(len(constant_dtypes))),
+            *(f"s{j}" for j in range(sum(codegen.scalar_count(step) for step in steps)))]
+
+
+def row_bases(count: int) -> list[str]:
+    """Lines of a row kernel: ``rows`` (this cube's), ``row_ok`` and each leaf's row bases."""
+    return ["    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)",
+            "    row_ok = rows < n_rows",
+            *(f"    b{i} = x{i}o + element_offset(rows, ROW_RANK, rd1, rd2, rd3, "
+              f"x{i}r0, x{i}r1, x{i}r2, x{i}r3)" for i in range(count))]
+
+
+def chain_lines(steps: tuple[Any, ...], count: int, indent: str) -> list[str]:
+    """Lines loading ``count`` leaves at the tile ``cols`` of every row (under the mask ``m``)
+    and computing ``steps`` on them: ``t{len(steps) - 1}`` is the value."""
+    # masked lanes read 1: defined for every op (log, 1/x, ...), as in the unfused kernels
+    lines = [f"{indent}x{i}v = cube.load(x{i} + b{i}[:, None] + element_offset(cols, COL_RANK, "
+             f"cd1, cd2, cd3, x{i}c0, x{i}c1, x{i}c2, x{i}c3)[None, :], mask=m, other=1)"
+             for i in range(count)]
+    return lines + [f"{indent}t{j} = {codegen.expression(step)}" for j, step in enumerate(steps)]
+
+
 def reduction_source(name: str, key: tuple[Any, ...]) -> str:
     """The cubepy source of the fused reduction ``name`` for ``key``: ``("reduce", steps,
     leaf dtypes, constant dtypes, centered)`` (the steps as ``codegen.trace`` writes them;
     ``centered``: the kernel reads a center per row, a variance's mean or a logsumexp's max)."""
-    _, steps, leaf_dtypes, constant_dtypes, centered = key
-    leaves = range(len(leaf_dtypes))
-    params = []
-    for i in leaves:  # a leaf's storage, offset, and strides over the rows and the columns
-        params += [f"x{i}", f"x{i}o", *(f"x{i}r{j}" for j in range(4)),
-                   *(f"x{i}c{j}" for j in range(4))]
-    params += [f"c{i}" for i in range(len(constant_dtypes))]
-    params += [f"s{j}" for j in range(sum(codegen.scalar_count(step) for step in steps))]
-    params += ["rd1", "rd2", "rd3", "n_rows", "cd1", "cd2", "cd3", "n_cols", "chunk",
-               *(["center"] if centered else []), "out", "ident", "divisor",
-               "OP: cube.Comptime[str]", "POST: cube.Comptime[str]",
-               "AT: cube.Comptime[object]", "DT: cube.Comptime[object]",
-               "ROW_RANK: cube.Comptime[int]", "COL_RANK: cube.Comptime[int]",
-               "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]"]
-    lines = ["@cube.kernel", f"def {name}({', '.join(params)}):",
-             "    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)",
-             "    row_ok = rows < n_rows"]
-    lines += [f"    b{i} = x{i}o + element_offset(rows, ROW_RANK, rd1, rd2, rd3, "
-              f"x{i}r0, x{i}r1, x{i}r2, x{i}r3)" for i in leaves]
-    lines += ["    begin = cube.cube_pos(1) * chunk",
-              "    end = chunk_end(begin, chunk, n_cols)",
-              # without a center, the row's center is unused: zeros (any pointer would do)
-              f"    c, shift = row_center({'center' if centered else 'out'}, rows, row_ok, OP, "
-              "POST, ROWS, AT)",
-              "    acc = cube.zeros((ROWS, BLOCK), AT) + ident",
-              "    for start in range(begin, end, BLOCK):",
-              "        cols = start + cube.arange(0, BLOCK)",
-              "        m = row_ok[:, None] & (cols < end)[None, :]"]
-    # masked lanes read 1 (defined for every op) and become the op's identity in `prepare`
-    lines += [f"        x{i}v = cube.load(x{i} + b{i}[:, None] + element_offset(cols, COL_RANK, "
-              f"cd1, cd2, cd3, x{i}c0, x{i}c1, x{i}c2, x{i}c3)[None, :], mask=m, other=1)"
-              for i in leaves]
-    lines += [f"        t{j} = {codegen.expression(step)}" for j, step in enumerate(steps)]
-    lines += [f"        acc = combine(acc, prepare(t{len(steps) - 1}, m, shift, ident, OP, AT), "
-              "OP)",
-              "    r = finish_rows(acc, c, divisor, OP, POST, ROWS, BLOCK)",
-              "    cube.store(out + rows * cube.cube_count(1) + cube.cube_pos(1), r.to(DT), "
-              "mask=row_ok)"]
+    _, steps, leaf_dtypes, _, centered = key
+    count = len(leaf_dtypes)
+    params = [*chain_params(key), "rd1", "rd2", "rd3", "n_rows", "cd1", "cd2", "cd3", "n_cols",
+              "chunk", *(["center"] if centered else []), "out", "ident", "divisor",
+              "OP: cube.Comptime[str]", "POST: cube.Comptime[str]",
+              "AT: cube.Comptime[object]", "DT: cube.Comptime[object]",
+              "ROW_RANK: cube.Comptime[int]", "COL_RANK: cube.Comptime[int]",
+              "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]"]
+    lines = ["@cube.kernel", f"def {name}({', '.join(params)}):", *row_bases(count),
+             "    begin = cube.cube_pos(1) * chunk",
+             "    end = chunk_end(begin, chunk, n_cols)",
+             # without a center, the row's center is unused: zeros (any pointer would do)
+             f"    c, shift = row_center({'center' if centered else 'out'}, rows, row_ok, OP, "
+             "POST, ROWS, AT)",
+             "    acc = cube.zeros((ROWS, BLOCK), AT) + ident",
+             "    for start in range(begin, end, BLOCK):",
+             "        cols = start + cube.arange(0, BLOCK)",
+             "        m = row_ok[:, None] & (cols < end)[None, :]",
+             *chain_lines(steps, count, "        "),
+             # masked lanes become the op's identity in `prepare`
+             f"        acc = combine(acc, prepare(t{len(steps) - 1}, m, shift, ident, OP, AT), "
+             "OP)",
+             "    r = finish_rows(acc, c, divisor, OP, POST, ROWS, BLOCK)",
+             "    cube.store(out + rows * cube.cube_count(1) + cube.cube_pos(1), r.to(DT), "
+             "mask=row_ok)"]
     return "\n".join(lines) + "\n"
 
 
@@ -111,46 +135,41 @@ class Rows:
     shape: tuple[int, ...]
 
 
-#: layouts by (target, shape, axes, each leaf's strides): a training step reduces the same
-#: layouts again and again, and collapsing and planning them took about 15 µs of a small
-#: fused reduction's 113 on the cpu (BENCHMARKS.md, "Fusion into reductions")
-_layouts: dict[tuple[Any, ...], Layout | None] = {}
-
-
-def _layout(ctx: Context, shape: tuple[int, ...], axes: tuple[int, ...],
-            leaf_strides: tuple[tuple[int, ...], ...]) -> Layout | None:
-    key = (ctx.target, shape, axes, leaf_strides)
-    if key in _layouts:
-        return _layouts[key]
-    groups = row_groups(ctx, shape, leaf_strides, axes)
-    layout = None
-    if groups is not None:
-        rows, cols = groups
-        layout = Layout(rows, cols, tuple((*rows.args(i), *cols.args(i))
-                                          for i in range(len(leaf_strides))),
-                        reduce.tile_plan(ctx, rows, cols))
-    if len(_layouts) < 4096:
-        _layouts[key] = layout
-    return layout
+# A training step reduces the same layouts again and again, and collapsing and planning
+# them took about 15 µs of a small fused reduction's 113 on the cpu (BENCHMARKS.md, "Fusion
+# into reductions"): hence the cache. The plans read only the context's target.
+@functools.lru_cache(maxsize=4096)
+def _layout(target: str, shape: tuple[int, ...], axes: tuple[int, ...],
+            strides: tuple[tuple[int, ...], ...]) -> Layout | None:
+    ctx = Context(target, None)
+    groups = row_groups(ctx, shape, strides, axes)
+    if groups is None:
+        return None
+    rows, cols = groups
+    return Layout(rows, cols, tuple((*rows.args(i), *cols.args(i)) for i in range(len(strides))),
+                  reduce.tile_plan(ctx, rows, cols))
 
 
 def value_rows(ctx: Context, root: Lazy, shape: tuple[int, ...], axes: Sequence[int],
-               max_leaves: int) -> Rows | None:
+               max_leaves: int, with_result: bool = False) -> Rows | None:
     """``root`` read as ``shape`` (its own or a reshape of it) as rows reducing ``axes``;
     None when its leaves' layouts do not take the reshape or do not collapse to the axes a
     kernel addresses, or when it loads more than ``max_leaves`` buffers (one fewer than
     elementwise kernels for a reduction that reads a center): the caller then computes
-    ``root`` and reduces it."""
+    ``root`` and reduces it. ``with_result``: the kernel also writes a contiguous result of
+    ``shape`` (a softmax), addressed through the same groups: its stride arguments are the
+    last of ``layout.leaf_args``."""
     axes = reduce.check_axes(View(root, 0, shape, contiguous_strides(shape), root.dtype), axes)
     traced = codegen.trace(root)
     if not traced.leaves or len(traced.leaves) > max_leaves:
         return None  # (a value of constants alone is computed first: it has no layout)
-    leaf_strides = tuple(tuple(v.strides) if shape == root.shape
-                         else view_strides(root.shape, v.strides, shape)
-                         for v in traced.leaves)
-    if any(s is None for s in leaf_strides):
+    strides = [tuple(v.strides) if shape == root.shape
+               else view_strides(root.shape, v.strides, shape) for v in traced.leaves]
+    if any(s is None for s in strides):
         return None  # a leaf whose layout a reshape would copy (a transposed one)
-    layout = _layout(ctx, shape, axes, tuple(map(tuple, leaf_strides)))
+    if with_result:
+        strides.append(contiguous_strides(shape))
+    layout = _layout(ctx.target, shape, axes, tuple(map(tuple, strides)))
     if layout is None:
         return None
     return Rows(traced, layout, math.prod(shape[a] for a in axes),

@@ -60,6 +60,21 @@ def check(op: Callable[[burn.Backend], Any], backend: burn.Backend, ref: burn.Ba
     _compare(got, expected, rtol, atol)
 
 
+def check_fused_gradients(fusion: burn.Fusion, w: np.ndarray,
+                          loss: Callable[[burn.Tensor, burn.Backend], burn.Tensor]) -> None:
+    """``loss(weight, backend)`` and its gradient in ``weight`` (``w`` on the backend) under
+    ``burn.Autodiff`` of ``fusion`` and of the backend it wraps: the same values."""
+    grads, losses = [], []
+    for b in (fusion.wraps, fusion):
+        ad = burn.Autodiff(b)
+        weight = burn.from_numpy(w, backend=ad).require_grad()
+        value = loss(weight, ad)
+        losses.append(value.item())
+        grads.append(weight.grad(value.backward()).numpy())
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-7)
+
+
 def _compare(got: Any, expected: Any, rtol: float | None, atol: float | None) -> None:
     if isinstance(expected, (tuple, list)):
         assert isinstance(got, (tuple, list)) and len(got) == len(expected)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from optest import check, on, random_tensor, supports
+from optest import check, check_fused_gradients, on, random_tensor, supports
 
 import burn
 from burn.fusion.graph import Lazy
@@ -153,17 +153,8 @@ def test_reshaped_values(fusion: burn.Fusion, ref: burn.Backend,
 def test_gradients_of_a_fused_loss(fusion: burn.Fusion, rng: np.random.Generator) -> None:
     x = random_tensor(rng, (16, 4), "float32")
     t = random_tensor(rng, (16, 3), "float32")
-    w = random_tensor(rng, (4, 3), "float32")
-    grads, losses = [], []
-    for b in (fusion.wraps, fusion):
-        ad = burn.Autodiff(b)
-        weight = burn.from_numpy(w, backend=ad).require_grad()
-        pred = burn.from_numpy(x, backend=ad) @ weight
-        loss = ((pred - burn.from_numpy(t, backend=ad)) ** 2).mean()
-        losses.append(loss.item())
-        grads.append(weight.grad(loss.backward()).numpy())
-    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-6)
-    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-7)
+    check_fused_gradients(fusion, random_tensor(rng, (4, 3), "float32"), lambda w, ad: (
+        (burn.from_numpy(x, backend=ad) @ w - burn.from_numpy(t, backend=ad)) ** 2).mean())
     assert fusion.stats.reductions >= 1
 
 
