@@ -231,13 +231,25 @@ def unary_dense_kernel(x, xo, out, n, OP: cube.Comptime[str], CT: cube.Comptime[
     cube.store(out + idx, apply_unary(v.to(CT), OP).to(DT), mask=m)
 
 
+@cube.func
+def dense_offset(idx, STEP):
+    # an operand in order (STEP 1), or one element broadcast over all (STEP 0: a number
+    # made a tensor, read by every lane)
+    if STEP == 1:
+        offset = idx
+    else:
+        offset = idx * 0
+    return offset
+
+
 @cube.kernel
 def binary_dense_kernel(x, xo, y, yo, out, n, OP: cube.Comptime[str], CT: cube.Comptime[object],
-                        DT: cube.Comptime[object], BLOCK: cube.Comptime[int]):
+                        DT: cube.Comptime[object], XSTEP: cube.Comptime[int],
+                        YSTEP: cube.Comptime[int], BLOCK: cube.Comptime[int]):
     idx = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
     m = idx < n
-    a = cube.load(x + xo + idx, mask=m, other=1)
-    b = cube.load(y + yo + idx, mask=m, other=1)
+    a = cube.load(x + xo + dense_offset(idx, XSTEP), mask=m, other=1)
+    b = cube.load(y + yo + dense_offset(idx, YSTEP), mask=m, other=1)
     cube.store(out + idx, apply_binary(a.to(CT), b.to(CT), OP).to(DT), mask=m)
 
 
@@ -299,12 +311,14 @@ def binary(ctx: Context, op: str, x: View, y: View, compute: DType, out_dtype: D
     if op not in BINARY_OPS:
         raise ValueError(f"unknown binary op {op!r}; ops: {', '.join(BINARY_OPS)}")
     out = ctx.new(x.shape, out_dtype)
-    if x.is_contiguous and y.is_contiguous:
+    steps = _dense_steps(x, y)
+    if steps is not None:  # a third of the general kernel's arguments, and no index math
         n = out.numel
         block = ctx.block(n)
         binary_dense_kernel[(cube.cdiv(n, block),)](
             x.storage, x.offset, y.storage, y.offset, out.storage, n, OP=op,
-            CT=float_register(compute), DT=out_dtype, BLOCK=block, target=ctx.target)
+            CT=float_register(compute), DT=out_dtype, XSTEP=steps[0], YSTEP=steps[1],
+            BLOCK=block, target=ctx.target)
         return out
     for part in launch_plan(x.shape, [x, y]):
         go = strided_launch(ctx, part)
@@ -314,6 +328,20 @@ def binary(ctx: Context, op: str, x: View, y: View, compute: DType, out_dtype: D
             OP=op, CT=float_register(compute), DT=out_dtype, **go.comptimes("XSTEP", "YSTEP"),
             target=ctx.target)
     return out
+
+
+def _dense_steps(x: View, y: View) -> tuple[int, int] | None:
+    """Each operand's step for ``binary_dense_kernel``: both contiguous (1, 1), or one
+    contiguous and the other one element broadcast (0: ``x * 0.5``, ``1 - x``); None for
+    any other layout (the general kernel's)."""
+    x_dense, y_dense = x.is_contiguous, y.is_contiguous
+    if x_dense and y_dense:
+        return 1, 1
+    if x_dense and not any(y.strides):
+        return 1, 0
+    if y_dense and not any(x.strides):
+        return 0, 1
+    return None
 
 
 def where(ctx: Context, cond: View, x: View, y: View, out_dtype: DType) -> View:

@@ -80,7 +80,8 @@ def _host_array_rounds(seed: int, start: threading.Barrier) -> int:
         y = rng.standard_normal(n).astype(np.float32)
         out = np.full(n, np.nan, np.float32)
         binary_dense_kernel[(cube.cdiv(n, 256),)](x, 0, y, 0, out, n, OP="add", CT=cube.float32,
-                                                  DT=cube.float32, BLOCK=256, target="wgsl")
+                                                  DT=cube.float32, XSTEP=1, YSTEP=1, BLOCK=256,
+                                                  target="wgsl")
         np.testing.assert_allclose(out, x + y, rtol=1e-6, atol=1e-6)
     return ROUNDS
 

@@ -30,9 +30,9 @@ from cubepy.ir import dtypes as dt
 from cubepy.ir.dtypes import DType
 from kernels import elementwise as kernel_ops
 
-from ..backend.base import BurnError
+from ..backend.base import BurnError, number_array
 from .tensor import Tensor, same_backend, tensor_method
-from .views import broadcast_shapes, expand
+from .views import broadcast_shapes, broadcast_view, expand
 
 Scalar = (bool, int, float, np.generic)
 
@@ -122,10 +122,10 @@ def as_tensor_like(value: Any, like: Tensor, dtype: DType, op: str = "scalar") -
     """A Python or NumPy scalar as a one-element tensor of ``dtype`` on ``like``'s backend;
     ``BurnError`` naming ``op`` if it does not fit an integer ``dtype``."""
     check_scalar(op, value, dtype)
-    array = np.asarray(value, dtype=np.float64 if dtype.is_float else None)
-    if dtype.name in ("float16", "bfloat16"):
-        array = array.astype(np.float32)
-    return Tensor(like.backend.constant(array.astype(dtype.numpy).reshape(())), like.backend)
+    backend = like.backend
+    if type(value) is float or type(value) is int:  # the common case, cached by the number
+        return Tensor(backend.number(value, dtype), backend)
+    return Tensor(backend.constant(number_array(value, dtype)), backend)
 
 
 def _operands(op: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
@@ -142,6 +142,8 @@ def _operands(op: str, x: Any, y: Any) -> tuple[Tensor, Tensor]:
 
 
 def _check_number(op: str, value: Any) -> None:
+    if type(value) is float or type(value) is int:
+        return  # the common case, first: the checks below cost a microsecond an op
     if isinstance(value, np.ndarray):  # NumPy defers `array + tensor` to the tensor
         raise BurnError(f"{op}: operands must be tensors or numbers, got a NumPy array of "
                         f"shape {value.shape}; convert it with burn.from_numpy(array, "
@@ -173,8 +175,8 @@ def apply_binary(op: str, x: Any, y: Any) -> Tensor:
         # and an exp per element (the mean squared error's inner op)
         return apply_unary("square", x)
     shape = broadcast_shapes(op, x.shape, y.shape)
-    return Tensor(backend.binary(op, expand(x, *shape).prim, expand(y, *shape).prim, compute,
-                                 out), backend)
+    return Tensor(backend.binary(op, broadcast_view(x, shape), broadcast_view(y, shape),
+                                 compute, out), backend)
 
 
 def _is_two(value: Any) -> bool:

@@ -218,6 +218,8 @@ def same_backend(op: str, *tensors: Tensor) -> Backend:
     """The one backend of ``tensors``, or ``BurnError`` naming the op and both devices."""
     backend = tensors[0].backend
     for t in tensors[1:]:
+        if t.backend is backend:  # the common case, without Backend.__eq__'s call
+            continue
         if t.backend != backend and t.backend.device == backend.device:
             # one device, two backends: an Autodiff backend's tensor and its inner one's
             raise BurnError(f"{op}: tensors are on different backends ({backend!r} and "

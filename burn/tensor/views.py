@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels.layout import view_strides
+from kernels.layout import View, view_strides
 
 from ..backend import bounds
 from ..backend.base import BurnError
@@ -181,6 +181,10 @@ def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
     """NumPy's broadcast of ``shapes``, or ``BurnError`` naming the op and the shapes."""
     if all(s == shapes[0] for s in shapes[1:]):
         return tuple(shapes[0])
+    if len(shapes) == 2:  # a binary op's, on every op with a bias or a number: kept quick
+        shape = _broadcast_pair(shapes[0], shapes[1])
+        if shape is not None:
+            return shape
     ndim = max((len(s) for s in shapes), default=0)
     result = []
     for i in range(ndim):
@@ -190,6 +194,35 @@ def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
                             f"broadcast (axis {i - ndim}: sizes {sorted(sizes)})")
         result.append(sizes.pop() if sizes else 1)
     return tuple(result)
+
+
+def _broadcast_pair(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
+    """The broadcast of two shapes, or None when they do not broadcast."""
+    if len(a) < len(b):
+        a, b = b, a
+    lead = len(a) - len(b)
+    result = list(a[:lead])
+    for m, n in zip(a[lead:], b):
+        if m == n or n == 1:
+            result.append(m)
+        elif m == 1:
+            result.append(n)
+        else:
+            return None
+    return tuple(result)
+
+
+def broadcast_view(x: Tensor, shape: tuple[int, ...]) -> View:
+    """``x``'s view broadcast to ``shape``, a shape ``broadcast_shapes`` gave with ``x``'s
+    (so not checked again): ``expand``'s layout without its argument checks, for the
+    operands of every elementwise op."""
+    prim = x.prim
+    if prim.shape == shape:
+        return prim
+    lead = len(shape) - len(prim.shape)
+    strides = [0] * lead + [s if n == m else 0
+                            for n, m, s in zip(prim.shape, shape[lead:], prim.strides)]
+    return prim.with_layout(prim.offset, shape, strides)
 
 
 @tensor_method

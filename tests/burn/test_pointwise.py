@@ -193,6 +193,20 @@ def test_scalars_are_weak(backend, ref, rng):
     assert (on(backend, xi) + 1.0).dtype == burn.float32
 
 
+def test_numbers_seen_before_keep_their_type_and_sign(backend):
+    # Backend.number keeps a number's constant by its type and bits: 0.0 and -0.0, 2 and 2.0
+    # (of int32 and float32 against an int32 tensor) must never share one
+    zeros = burn.from_numpy(np.array([-0.0, -0.0], np.float32), backend=backend)
+    ints = burn.from_numpy(np.array([3, 4], np.int32), backend=backend)
+    for _ in range(2):  # the second round finds every number cached
+        assert np.signbit((zeros + 0.0).numpy()).tolist() == [False, False]
+        assert np.signbit((zeros + -0.0).numpy()).tolist() == [True, True]
+        assert (ints * 2).dtype == burn.int32 and (ints * 2.0).dtype == burn.float32
+        assert (ints / 2).tolist() == [1.5, 2.0] and (ints // 2).tolist() == [1, 2]
+    assert backend.number(0.5, burn.float32) is backend.number(0.5, burn.float32)
+    assert backend.number(0.5, burn.float32) is not backend.number(0.5, burn.float64)
+
+
 def test_where_and_clamp(backend, ref, rng):
     c = random_tensor(rng, (7, 1), "bool")
     x = random_tensor(rng, (7, 4), "float32")
