@@ -6,11 +6,13 @@ and torch's same op, and burn's op on contiguous operands as the dense peer.
 Each row: a (rows, cols) float32 product ``x * y`` where y is broadcast along the rows, along
 the columns, or x is a transposed view; milliseconds per call, medians of 7 after two.
 
-    make .venv/.stamp-dev && .venv/bin/python bench/strided_elementwise_bench.py
+    make .venv/.stamp-dev && .venv/bin/python bench/strided_elementwise_bench.py \
+        [--shapes 8192x128,16384x64]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -45,11 +47,16 @@ def timed(case: str, a, b) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shapes", type=lambda text: [tuple(map(int, s.split("x")))
+                                                       for s in text.split(",")],
+                        default=SHAPES, help="rows x cols, comma-separated")
+    shapes = parser.parse_args().shapes
     cpu = burn.Cpu()
     print(json.dumps({"backend": "cpu", "torch": torch.__version__,
                       "threads": torch.get_num_threads()}), flush=True)
     rng = np.random.default_rng(0)
-    for shape in SHAPES:
+    for shape in shapes:
         x = rng.uniform(-1, 1, shape).astype(np.float32)
         y = rng.uniform(-1, 1, shape).astype(np.float32)
         dense_x, dense_y = (burn.from_numpy(v, backend=cpu) for v in (x, y))

@@ -21,10 +21,11 @@ import cubepy as cube
 
 from .layout import Context, LaunchPart
 
-#: the shortest innermost axis a cpu strided kernel reads row by row (``by_rows``): shorter
-#: rows leave most of the cpu's 1024-lane block masked (BENCHMARKS.md, "Strided
-#: elementwise ops on the cpu target")
-CPU_ROW_LANES = 512
+#: the shortest innermost axis a cpu strided kernel reads row by row (``by_rows``), in cubes
+#: of the row's length rounded up to a power of two (at most the cpu's block): shorter rows
+#: would make cubes too small to pay for their loop (BENCHMARKS.md, "Strided elementwise
+#: ops on the cpu target" and "The host path of small elementwise ops")
+CPU_ROW_LANES = 64
 
 
 @cube.func
@@ -97,7 +98,7 @@ def cube_rows(ROWS, n_rows, xo, RANK, d1, d2, d3, xs0, xs1, xs2, xs3, os0, os1, 
 def by_rows(ctx: Context, part: LaunchPart) -> bool:
     """Whether ``part``'s strided kernel reads row by row (``lanes``' BY_ROW): on the cpu
     target, where a division per element is most of a strided op's time, for layouts of two
-    axes or more whose rows fill at least ``CPU_ROW_LANES`` of the cpu's block."""
+    axes or more whose rows are at least ``CPU_ROW_LANES`` long."""
     return (ctx.target.startswith("cpu") and part.layout.rank >= 2
             and part.layout.dims[2] >= CPU_ROW_LANES)
 
@@ -127,6 +128,8 @@ def strided_launch(ctx: Context, part: LaunchPart) -> StridedLaunch:
     block, by_row = ctx.block(part.numel), by_rows(ctx, part)
     if by_row:
         d3 = part.layout.dims[2]
+        # a row of 128 in a cube of 128, not 1024 lanes mostly masked (a bias add's rows)
+        block = min(block, 1 << (d3 - 1).bit_length())
         grid: tuple[int, ...] = (cube.cdiv(d3, block), part.numel // d3)
     else:
         grid = (cube.cdiv(part.numel, block),)

@@ -127,14 +127,16 @@ def test_high_rank_permutation(backend, ref, rng):
     check(lambda b: on(b, x).permute(5, 3, 1, 4, 2, 0) * 2.0, backend, ref)
 
 
-@pytest.mark.parametrize("layout", ["row broadcast", "column broadcast", "transposed 3-D",
-                                    "six axes"])
-def test_long_rows_of_strided_operands(backend, ref, rng, layout):
+@pytest.mark.parametrize("layout, n", [
+    *((layout, CPU_ROW_LANES + 8)
+      for layout in ("row broadcast", "column broadcast", "transposed 3-D", "six axes")),
+    ("row broadcast", CPU_BLOCK + 8), ("transposed 3-D", CPU_BLOCK + 8)])
+def test_long_rows_of_strided_operands(backend, ref, rng, layout, n):
     """Strided operands whose rows are at least ``CPU_ROW_LANES`` long, which the cpu target
-    reads row by row (each row's offset once per cube): broadcasts along either axis, a
+    reads row by row (each row's offset once per cube; a row in one cube of its length
+    rounded up, or in several of the cpu's block): broadcasts along either axis, a
     permutation of three axes, and six axes that need one launch per outer index; through
     each strided kernel (binary, unary, where, clamp, a copy) and under ``Fusion``."""
-    n = CPU_ROW_LANES + 8
     x = random_tensor(rng, (3, 2, n) if layout != "six axes" else (2, 2, 3, 2, 2, n),
                       "float32")
 
