@@ -20,7 +20,7 @@ from cubepy.ir.dtypes import DType
 
 from . import mathlib
 from .layout import Context, View, float_register, launch_plan, scalar
-from .strided import lanes, layout_args, operand_args, strided_launch, strided_offset
+from .strided import dense_offset, lanes, layout_args, operand_args, strided_launch, strided_offset
 
 FLOAT_UNARY = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
                "cos", "tan", "tanh", "atan", "erf", "sigmoid", "gelu", "silu", "softplus")
@@ -229,17 +229,6 @@ def unary_dense_kernel(x, xo, out, n, OP: cube.Comptime[str], CT: cube.Comptime[
     m = idx < n
     v = cube.load(x + xo + idx, mask=m, other=1)
     cube.store(out + idx, apply_unary(v.to(CT), OP).to(DT), mask=m)
-
-
-@cube.func
-def dense_offset(idx, STEP):
-    # an operand in order (STEP 1), or one element broadcast over all (STEP 0: a number
-    # made a tensor, read by every lane)
-    if STEP == 1:
-        offset = idx
-    else:
-        offset = idx * 0
-    return offset
 
 
 @cube.kernel

@@ -50,6 +50,47 @@ def element_offset(idx, RANK, d1, d2, d3, s0, s1, s2, s3):
 
 
 @cube.func
+def dense_offset(idx, STEP):
+    # an operand in order (STEP 1), or one element broadcast over all (STEP 0: a number
+    # made a tensor, or a row's one value, read by every lane)
+    if STEP == 1:
+        offset = idx
+    else:
+        offset = idx * 0
+    return offset
+
+
+@cube.func
+def stepped_offset(idx, STEP, RANK, d1, d2, d3, s0, s1, s2, s3):
+    # element_offset when the layout's step along idx is known at compile time (`known_step`:
+    # 0 or 1, so the cpu's loop loads one value, or a vector); else (-1) from the strides
+    if STEP == -1:
+        offset = element_offset(idx, RANK, d1, d2, d3, s0, s1, s2, s3)
+    else:
+        offset = dense_offset(idx, STEP)
+    return offset
+
+
+def known_step(target: str, rank: int, strides: Sequence[int]) -> int:
+    """``stepped_offset``'s STEP for an operand of ``element_offset`` layout ``rank`` and
+    four ``strides``: on the cpu target 1 (in order), 0 (one element broadcast) or -1 (any
+    other); GPU targets always take -1 and compile one specialization, the division hiding
+    behind memory there.
+
+    Example:
+        >>> known_step("cpu", 1, (0, 0, 0, 1)), known_step("cpu", 4, (0, 0, 0, 0))
+        (1, 0)
+        >>> known_step("cpu", 1, (0, 0, 0, 3)), known_step("triton", 1, (0, 0, 0, 1))
+        (-1, -1)
+    """
+    if not target.startswith("cpu"):
+        return -1
+    if rank == 0 or (rank == 1 and strides[3] == 1):
+        return 1
+    return -1 if any(strides) else 0
+
+
+@cube.func
 def lanes(n, d3, BLOCK, BY_ROW):
     # This cube's elements: their linear indices in the result, their columns (indices along
     # the innermost axis, d3 long) and which exist. BY_ROW: cube (i, r) takes columns

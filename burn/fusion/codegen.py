@@ -167,6 +167,7 @@ NAMESPACE: dict[str, Any] = {
     "cube": cube, "apply_unary": elementwise.apply_unary,
     "apply_binary": elementwise.apply_binary, "element_offset": strided.element_offset,
     "lanes": strided.lanes, "strided_offset": strided.strided_offset,
+    "stepped_offset": strided.stepped_offset,
     # a fused reduction's (burn/fusion/reduction.py): kernels.reduce's row kernel parts
     "chunk_end": reduce.chunk_end, "prepare": reduce.prepare, "combine": reduce.combine,
     "row_center": reduce.row_center, "finish_rows": reduce.finish_rows,

@@ -40,6 +40,7 @@ from cubepy.ir.dtypes import DType
 from kernels import reduce
 from kernels.layout import Context, View, contiguous_strides, scalar, view_strides
 from kernels.rows import Group, identity, launch_options, row_groups
+from kernels.strided import known_step
 
 from . import codegen
 from .graph import Lazy
@@ -63,6 +64,12 @@ def chain_params(key: tuple[Any, ...]) -> list[str]:
             *(f"s{j}" for j in range(sum(codegen.scalar_count(step) for step in steps)))]
 
 
+def step_params(count: int) -> list[str]:
+    """A generated row kernel's comptime column step of each of ``count`` leaves
+    (``Layout.col_steps``), its last parameters."""
+    return [f"X{i}CS: cube.Comptime[int]" for i in range(count)]
+
+
 def row_bases(count: int) -> list[str]:
     """Lines of a row kernel: ``rows`` (this cube's), ``row_ok`` and each leaf's row bases."""
     return ["    rows = cube.cube_pos(0) * ROWS + cube.arange(0, ROWS)",
@@ -75,9 +82,9 @@ def chain_lines(steps: tuple[Any, ...], count: int, indent: str) -> list[str]:
     """Lines loading ``count`` leaves at the tile ``cols`` of every row (under the mask ``m``)
     and computing ``steps`` on them: ``t{len(steps) - 1}`` is the value."""
     # masked lanes read 1: defined for every op (log, 1/x, ...), as in the unfused kernels
-    lines = [f"{indent}x{i}v = cube.load(x{i} + b{i}[:, None] + element_offset(cols, COL_RANK, "
-             f"cd1, cd2, cd3, x{i}c0, x{i}c1, x{i}c2, x{i}c3)[None, :], mask=m, other=1)"
-             for i in range(count)]
+    lines = [f"{indent}x{i}v = cube.load(x{i} + b{i}[:, None] + stepped_offset(cols, X{i}CS, "
+             f"COL_RANK, cd1, cd2, cd3, x{i}c0, x{i}c1, x{i}c2, x{i}c3)[None, :], mask=m, "
+             "other=1)" for i in range(count)]
     return lines + [f"{indent}t{j} = {codegen.expression(step)}" for j, step in enumerate(steps)]
 
 
@@ -92,7 +99,7 @@ def reduction_source(name: str, key: tuple[Any, ...]) -> str:
               "OP: cube.Comptime[str]", "POST: cube.Comptime[str]",
               "AT: cube.Comptime[object]", "DT: cube.Comptime[object]",
               "ROW_RANK: cube.Comptime[int]", "COL_RANK: cube.Comptime[int]",
-              "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]"]
+              "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]", *step_params(count)]
     lines = ["@cube.kernel", f"def {name}({', '.join(params)}):", *row_bases(count),
              "    begin = cube.cube_pos(1) * chunk",
              "    end = chunk_end(begin, chunk, n_cols)",
@@ -116,12 +123,19 @@ def reduction_source(name: str, key: tuple[Any, ...]) -> str:
 @dataclass(frozen=True)
 class Layout:
     """How a reduction kernel addresses a value's leaves: the kept and the reduced axes
-    collapsed over every leaf's strides, each leaf's stride arguments, and the launch."""
+    collapsed over every leaf's strides, each leaf's stride arguments and step along the
+    columns (``strided.known_step``: a comptime, so the cpu's loop loads a leaf in order as a
+    vector and a leaf broadcast along the row once), and the launch."""
 
     rows: Group
     cols: Group
     leaf_args: tuple[tuple[int, ...], ...]
+    col_steps: tuple[int, ...]
     how: reduce.Plan
+
+    def step_comptimes(self, count: int) -> dict[str, int]:
+        """The first ``count`` leaves' ``step_params`` as keyword arguments of a launch."""
+        return {f"X{i}CS": step for i, step in enumerate(self.col_steps[:count])}
 
 
 @dataclass
@@ -147,6 +161,8 @@ def _layout(target: str, shape: tuple[int, ...], axes: tuple[int, ...],
         return None
     rows, cols = groups
     return Layout(rows, cols, tuple((*rows.args(i), *cols.args(i)) for i in range(len(strides))),
+                  tuple(known_step(target, cols.rank, cols.strides[i])
+                        for i in range(len(strides))),
                   reduce.tile_plan(ctx, rows, cols))
 
 
@@ -200,6 +216,7 @@ def run(ctx: Context, value: Rows, op: str, post: str, compute: DType, out_dtype
         scalar(1.0 if split else divisor, compute), OP=op, POST="scale" if split else post,
         AT=compute, DT=target.dtype, ROW_RANK=rows.rank, COL_RANK=cols.rank,
         ROWS=how.tile_rows, BLOCK=how.block, target=ctx.target,
+        **layout.step_comptimes(len(traced.leaves)),
         **launch_options(ctx, how.tile_rows * how.block))
     if split:
         reduce.reduce_partials(ctx, op, post, target, compute, out, center, divisor)

@@ -36,7 +36,7 @@ from kernels.rows import launch_options, pow2, rows_per_tile
 
 from . import codegen
 from .graph import Lazy
-from .reduction import Rows, chain_lines, chain_params, row_bases, value_rows
+from .reduction import Rows, chain_lines, chain_params, row_bases, step_params, value_rows
 
 
 def softmax_source(name: str, key: tuple[Any, ...]) -> str:
@@ -48,7 +48,7 @@ def softmax_source(name: str, key: tuple[Any, ...]) -> str:
               "n_rows", "cd1", "cd2", "cd3", "n_cols", "LOG: cube.Comptime[bool]",
               "CT: cube.Comptime[object]", "DT: cube.Comptime[object]",
               "ROW_RANK: cube.Comptime[int]", "COL_RANK: cube.Comptime[int]",
-              "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]"]
+              "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]", *step_params(count)]
     lines = ["@cube.kernel", f"def {name}({', '.join(params)}):", *row_bases(count),
              "    ob = element_offset(rows, ROW_RANK, rd1, rd2, rd3, or0, or1, or2, or3)",
              "    cols = cube.arange(0, BLOCK)",
@@ -108,5 +108,6 @@ def fused_softmax(ctx: Context, value: Rows, shape: tuple[int, ...], log: bool,
         *args, *traced.constants, *traced.scalars, out.storage, *rows.args(len(traced.leaves)),
         *rows.dim_args, rows.numel, *cols.dim_args, cols.numel, LOG=log, CT=compute,
         DT=out_dtype, ROW_RANK=rows.rank, COL_RANK=cols.rank, ROWS=rows_each, BLOCK=block,
-        target=ctx.target, **launch_options(ctx, rows_each * block))
+        target=ctx.target, **layout.step_comptimes(len(traced.leaves)),
+        **launch_options(ctx, rows_each * block))
     return out

@@ -12,6 +12,7 @@ import pytest
 from optest import check, check_fused_gradients, on, random_tensor, supports
 
 import burn
+from burn.fusion import reduction
 from burn.fusion.graph import Lazy
 
 OPS = ["sum", "mean", "prod", "max", "min", "var", "std", "logsumexp"]
@@ -108,6 +109,25 @@ def test_plans_are_reused(fusion: burn.Fusion, rng: np.random.Generator) -> None
         x = burn.from_numpy(random_tensor(rng, (4, 10), "float32"), backend=fusion)
         (x.exp() * x).sum(axis=1).numpy()
     assert (fusion.stats.launches, fusion.stats.kernels, fusion.stats.reductions) == (3, 1, 3)
+
+
+def test_each_leafs_step_along_a_row_is_known_at_compile_time_on_the_cpu(
+        fusion: burn.Fusion, ref: burn.Backend, rng: np.random.Generator) -> None:
+    """A leaf read in order along the reduced axis (step 1: a vector load on the cpu) or
+    broadcast along it (step 0: one load a row) tells the kernel so; a transposed leaf, and
+    every leaf on a GPU target, reads through its strides (-1)."""
+    x, w = random_tensor(rng, (4, 6), "float32", -1, 1), random_tensor(rng, (6, 4), "float32")
+    peak = x.max(axis=1, keepdims=True)
+
+    def run(b: burn.Backend) -> burn.Tensor:
+        return ((on(b, x) - on(b, peak)).exp() * on(b, w).T).sum(axis=1)
+
+    value = (on(fusion, x) - on(fusion, peak)).exp() * on(fusion, w).T
+    rows = reduction.value_rows(fusion.inner.ctx, value.prim.storage, (4, 6), (1,), 8)
+    cpu = fusion.inner.ctx.target.startswith("cpu")
+    assert rows.layout.col_steps == ((1, 0, -1) if cpu else (-1, -1, -1))
+    check(run, fusion, ref)
+    assert (fusion.stats.launches, fusion.stats.reductions) == (1, 1)
 
 
 @pytest.mark.parametrize("kind", ["transposed view", "seven axes"])
