@@ -110,11 +110,49 @@ def _source(kernel, *args, **comptime) -> str:
     return kernel.source("cpu", *args, **comptime)
 
 
+@cube.kernel
+def positive_copy_kernel(x, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    v = cube.load(x + offs, mask=offs < n, other=0.0)
+    cube.store(out + offs, v, mask=(offs < n) & (v > 0))  # a loaded value decides the mask
+
+
 def test_elementwise_kernel_is_one_lane_loop():
+    """One lane loop, in two versions: a first loop checks the masks (lanes' positions
+    alone), and a cube whose lanes all hold runs the version whose loads and stores have no
+    condition, which LLVM vectorizes."""
     x = np.zeros(100, np.float32)
     source = _source(gelu_kernel, x, x.copy(), 100, BLOCK=128)
-    assert source.count("for lane_0_raw in range(128):") == 1
+    assert source.count("for lane_0_raw in range(128):") == 3
+    check, versions = source.split("if in_bounds_0:")
+    unmasked, masked = versions.split("else:")
+    assert "in_bounds_0 = in_bounds_0 & np.bool_(m_0)" in check and "a_x_0[" not in check
+    assert " if m_0 else " not in unmasked and "if m_0:" not in unmasked
+    assert " if m_0 else " in masked and "if m_0: a_out_0[" in masked
     assert "np.where" not in source and "erf_scalar(" in source
+
+
+def test_a_mask_a_loaded_value_decides_keeps_one_loop():
+    x = np.zeros(100, np.float32)
+    source = _source(positive_copy_kernel, x, x.copy(), 100, BLOCK=128)
+    assert source.count("for lane_0_raw in range(128):") == 1 and "in_bounds" not in source
+
+
+@pytest.mark.parametrize("n", [256, 200, 1])
+def test_full_and_partial_cubes_compute_alike(n):
+    """Full cubes take the unmasked loop, the last partial one the masked loop; a mask a
+    loaded value decides stays per lane."""
+    x = np.random.default_rng(n).standard_normal(n + 56).astype(np.float32)
+    out = np.full_like(x, 7.0)
+    gelu_kernel[(cube.cdiv(n, 128),)](x, out, n, BLOCK=128, target="cpu")
+    erf = np.vectorize(__import__("math").erf)
+    expected = x[:n] * 0.5 * (1.0 + erf(x[:n] * 0.7071067811865476))
+    np.testing.assert_allclose(out[:n], expected, rtol=1e-6, atol=1e-7)
+    assert (out[n:] == 7.0).all()  # lanes past n neither read nor written
+    out = np.full_like(x, 7.0)
+    positive_copy_kernel[(cube.cdiv(n, 128),)](x, out, n, BLOCK=128, target="cpu")
+    np.testing.assert_array_equal(out[:n], np.where(x[:n] > 0, x[:n], 7.0))
+    assert (out[n:] == 7.0).all()
 
 
 def test_reductions_split_lane_loops():
@@ -122,8 +160,11 @@ def test_reductions_split_lane_loops():
     source = _source(softmax_kernel, x, x.copy(), 100, BLOCK=128)
     # load + max | exp + sum | divide + store: three lane loops, the max's in chunks of 16
     # lanes (each lane of a chunk keeps its own maximum); the loaded row and e cross them and
-    # the sum's 128 partial sums take a buffer too, all allocated once per call
-    assert source.count("lane_0 = np.int32(lane_0_raw)") == 3
+    # the sum's 128 partial sums take a buffer too, all allocated once per call; the masked
+    # store's loop also has its mask check and its unmasked version (the load's, in chunks,
+    # does not)
+    assert source.count("lane_0 = np.int32(lane_0_raw)") == 5
+    assert source.count("if in_bounds_0:") == 1
     assert source.count("for lane_0_from in range(0, 128, 16):") == 1
     assert source.count("= np.empty(128, np.float32)") == 3
     assert source.index("np.empty(") < source.index("for p in range(")
