@@ -4,6 +4,8 @@ accumulate in place without changing any other tile."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -130,6 +132,33 @@ def test_elementwise_kernel_is_one_lane_loop():
     assert " if m_0 else " not in unmasked and "if m_0:" not in unmasked
     assert " if m_0 else " in masked and "if m_0: a_out_0[" in masked
     assert "np.where" not in source and "erf_scalar(" in source
+
+
+@cube.kernel
+def half_sum_kernel(x, out, n, BLOCK: cube.Comptime[int]):
+    offs = cube.cube_pos(0) * BLOCK + cube.arange(0, BLOCK)
+    v = cube.load(x + offs, mask=offs < n, other=0.0)
+    cube.store(out + offs, (v.to(cube.float32) * 3.0).to(out.dtype), mask=offs < n)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_16_bit_store_rounds_once(dtype):
+    """A value cast to a 16-bit float and stored is converted from the cast's operand (the
+    same bits as rounding twice), so a lane's store does not round it first."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    np_dtype = np.dtype(getattr(ml_dtypes, dtype) if dtype == "bfloat16" else np.float16)
+    values = np.array([1.0, -2.5, 3.3e-3, 6e4, np.inf, np.nan, 1e-7, 0.0], np.float32)
+    x = values.astype(np_dtype)
+    out = np.zeros_like(x)
+    source = _source(half_sum_kernel, x, out, x.size, BLOCK=16)
+    lines = source.splitlines()
+    stored = {re.search(r"= f32_to_b?f16_s\((\w+)\)", line).group(1)
+              for line in lines if "a_out_0[" in line}
+    defined = [line for line in lines if re.match(rf"\s*({'|'.join(stored)}) = ", line)]
+    assert defined and not any("round_" in line for line in defined)  # the cast's operand
+    half_sum_kernel[(1,)](x, out, x.size, BLOCK=16, target="cpu")
+    expected = (x.astype(np.float32) * np.float32(3.0)).astype(np_dtype)
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
 
 
 def test_a_mask_a_loaded_value_decides_keeps_one_loop():

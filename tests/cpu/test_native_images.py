@@ -223,22 +223,39 @@ def tile_copy(x, out, m, n, row_stride, col_stride, BM: cube.Comptime[int],
     cube.store(out + offsets, cube.load(x + offsets, mask=mask), mask=mask)
 
 
-def test_one_generated_module_gets_an_image_per_dtype(cache_dir, rng):
+def test_one_generated_module_gets_an_image_per_dtype(cache_dir):
     """A kernel whose tiles reshape (Numba calls its C helper, which the image carries) and
     whose generated source is the same for every dtype (Numba types it per call): each
-    specialization needs its own image, in one process and in the next."""
-    arrays = [(rng.standard_normal((20, 30)) * 50).astype(dtype)
-              for dtype in (np.int8, np.float32, np.int16, np.float64)]
-    for x in arrays:
-        out = np.zeros_like(x)
-        tile_copy[(2, 2)](x, out, 20, 30, 30, 1, BM=16, BN=16)
-        np.testing.assert_array_equal(out, x)
-    compiled = [_compiled(tile_copy, x, np.zeros_like(x), 20, 30, 30, 1, BM=16, BN=16)
-                for x in arrays]
-    assert len({c.path for c in compiled}) == 1  # one generated module...
-    assert ".reshape(" in compiled[0].source
-    assert all(c.entry is not None for c in compiled)
-    assert len(_images(cache_dir, ".native")) == len(arrays)  # ...and an image per dtype
+    specialization needs its own image, in one process and in the next. Both are fresh
+    processes at the default level: in this one, a test before may have compiled the helper
+    at another level, whose code holds this process's addresses (and the image is refused)."""
+    child = textwrap.dedent("""
+        import json
+        import numpy as np
+        from tests.cpu.test_native_images import tile_copy, _compiled
+        rng = np.random.default_rng(0)
+        arrays = [(rng.standard_normal((20, 30)) * 50).astype(dtype)
+                  for dtype in (np.int8, np.float32, np.int16, np.float64)]
+        for x in arrays:
+            out = np.zeros_like(x)
+            tile_copy[(2, 2)](x, out, 20, 30, 30, 1, BM=16, BN=16)
+            np.testing.assert_array_equal(out, x)
+        compiled = [_compiled(tile_copy, x, np.zeros_like(x), 20, 30, 30, 1, BM=16, BN=16)
+                    for x in arrays]
+        print(json.dumps({"paths": len({c.path for c in compiled}),
+                          "reshapes": ".reshape(" in compiled[0].source,
+                          "entries": [c.entry is not None for c in compiled]}))
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("CUBEPY_CPU_OPT", "NUMBA_OPT")}
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    for run in ("builds", "loads"):
+        proc = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
+                              cwd=REPO_ROOT, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        seen = json.loads(proc.stdout.strip().splitlines()[-1])
+        # one generated module, an image per dtype; the second process loads them
+        assert seen == {"paths": 1, "reshapes": True, "entries": [True] * 4}, (run, seen)
+        assert len(_images(cache_dir, ".native")) == 4, run
 
 
 def test_an_image_never_holds_an_address_of_this_process():
