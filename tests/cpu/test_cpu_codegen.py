@@ -4,6 +4,7 @@ accumulate in place without changing any other tile."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -120,17 +121,9 @@ def positive_copy_kernel(x, out, n, BLOCK: cube.Comptime[int]):
 
 
 def test_elementwise_kernel_is_one_lane_loop():
-    """One lane loop, in two versions: a first loop checks the masks (lanes' positions
-    alone), and a cube whose lanes all hold runs the version whose loads and stores have no
-    condition, which LLVM vectorizes."""
     x = np.zeros(100, np.float32)
     source = _source(gelu_kernel, x, x.copy(), 100, BLOCK=128)
-    assert source.count("for lane_0_raw in range(128):") == 3
-    check, versions = source.split("if in_bounds_0:")
-    unmasked, masked = versions.split("else:")
-    assert "in_bounds_0 = in_bounds_0 & np.bool_(m_0)" in check and "a_x_0[" not in check
-    assert " if m_0 else " not in unmasked and "if m_0:" not in unmasked
-    assert " if m_0 else " in masked and "if m_0: a_out_0[" in masked
+    assert source.count("for lane_0_raw in range(128):") == 1
     assert "np.where" not in source and "erf_scalar(" in source
 
 
@@ -161,20 +154,13 @@ def test_a_16_bit_store_rounds_once(dtype):
     np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
 
 
-def test_a_mask_a_loaded_value_decides_keeps_one_loop():
-    x = np.zeros(100, np.float32)
-    source = _source(positive_copy_kernel, x, x.copy(), 100, BLOCK=128)
-    assert source.count("for lane_0_raw in range(128):") == 1 and "in_bounds" not in source
-
-
 @pytest.mark.parametrize("n", [256, 200, 1])
 def test_full_and_partial_cubes_compute_alike(n):
-    """Full cubes take the unmasked loop, the last partial one the masked loop; a mask a
-    loaded value decides stays per lane."""
+    """Full cubes and a last partial one; a mask a loaded value decides, per lane."""
     x = np.random.default_rng(n).standard_normal(n + 56).astype(np.float32)
     out = np.full_like(x, 7.0)
     gelu_kernel[(cube.cdiv(n, 128),)](x, out, n, BLOCK=128, target="cpu")
-    erf = np.vectorize(__import__("math").erf)
+    erf = np.vectorize(math.erf)
     expected = x[:n] * 0.5 * (1.0 + erf(x[:n] * 0.7071067811865476))
     np.testing.assert_allclose(out[:n], expected, rtol=1e-6, atol=1e-7)
     assert (out[n:] == 7.0).all()  # lanes past n neither read nor written
@@ -189,11 +175,8 @@ def test_reductions_split_lane_loops():
     source = _source(softmax_kernel, x, x.copy(), 100, BLOCK=128)
     # load + max | exp + sum | divide + store: three lane loops, the max's in chunks of 16
     # lanes (each lane of a chunk keeps its own maximum); the loaded row and e cross them and
-    # the sum's 128 partial sums take a buffer too, all allocated once per call; the masked
-    # store's loop also has its mask check and its unmasked version (the load's, in chunks,
-    # does not)
-    assert source.count("lane_0 = np.int32(lane_0_raw)") == 5
-    assert source.count("if in_bounds_0:") == 1
+    # the sum's 128 partial sums take a buffer too, all allocated once per call
+    assert source.count("lane_0 = np.int32(lane_0_raw)") == 3
     assert source.count("for lane_0_from in range(0, 128, 16):") == 1
     assert source.count("= np.empty(128, np.float32)") == 3
     assert source.index("np.empty(") < source.index("for p in range(")

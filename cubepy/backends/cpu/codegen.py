@@ -55,8 +55,6 @@ class CpuEmitter(SpelledOut, DotAccumulation, LineOps, PyEmitter):
     """
 
     uniform_terms = False  # see AffineAnalysis
-    # loads and stores render without their masks (LoopEmitter's in-bounds loop version)
-    unmasked = False
 
     def __init__(self, fn: Function):
         super().__init__(fn)
@@ -336,7 +334,7 @@ class CpuEmitter(SpelledOut, DotAccumulation, LineOps, PyEmitter):
 
     def load(self, op: Operation) -> None:
         ptr, *rest = op.operands
-        mask = rest[0] if rest and not self.unmasked else None
+        mask = rest[0] if rest else None
         other = rest[1] if len(rest) > 1 else None
         dtype = ptr.type.dtype
         arr, res = self._array(ptr), self.n(op.result)
@@ -406,7 +404,7 @@ class CpuEmitter(SpelledOut, DotAccumulation, LineOps, PyEmitter):
 
     def store(self, op: Operation) -> None:
         ptr, value, *rest = op.operands
-        mask = rest[0] if rest and not self.unmasked else None
+        mask = rest[0] if rest else None
         arr, stored = self._array(ptr), self._storage(value, ptr.type.dtype)
         if ptr.type.is_scalar:
             guard = f"if {self.n(mask)}: " if mask is not None else ""

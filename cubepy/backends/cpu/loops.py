@@ -335,10 +335,16 @@ class LoopEmitter(CpuEmitter):
                 self.line(f"{self.indent_unit}for {self.lane}_in in range({self.chunk}):")
                 self.depth += 2
                 self.line(f"{lane} = {self.lane}_from + {self.lane}_in")
-                self._lane_loop_body(looped)
-                self.depth -= 2
             else:
-                self._lane_loops(looped)
+                self.line(f"for {lane} in range({self.width}):")
+                self.depth += 1
+            self.in_segment = True
+            self.line(f"{self.lane} = np.int32({lane})")
+            for op in looped:
+                self.source_comment(op)
+                self.render(op)
+            self.in_segment = False
+            self.depth -= 2 if nested else 1
         for op in ops:
             if id(op) in self.tree_sums:
                 self.source_comment(op)
@@ -346,67 +352,6 @@ class LoopEmitter(CpuEmitter):
             elif id(op) in self.chunked:
                 self._combine_chunk(op)
         self.last_line = None
-
-    def _lane_loop_body(self, ops: list[Operation], unmasked: bool = False) -> None:
-        """The lines of one lane: ``ops`` rendered at ``lane`` (``unmasked``: every load and
-        store as if its mask held)."""
-        self.in_segment, self.unmasked, self.last_line = True, unmasked, None
-        self.line(f"{self.lane} = np.int32({self.lane}_raw)")
-        for op in ops:
-            self.source_comment(op)
-            self.render(op)
-        self.in_segment = self.unmasked = False
-
-    def _lane_loops(self, ops: list[Operation]) -> None:
-        """The lane loop of a segment's ``ops``. Where their loads and stores are masked by
-        lanes' positions alone (``idx < n``: no loaded value decides), a first loop checks
-        every mask, and a cube whose lanes all hold runs the loop without the masks: a
-        conditional load or store per lane kept LLVM from vectorizing the loop (bfloat16
-        adds ran 6x slower, float32 ones 1.8x: BENCHMARKS.md, "Lane loops without masks")."""
-        loop = f"for {self.lane}_raw in range({self.width}):"
-        cone = self._position_masks(ops)
-        if cone is None:
-            self.line(loop)
-            self.depth += 1
-            self._lane_loop_body(ops)
-            self.depth -= 1
-            return
-        masks, mask_ops = cone
-        flag = self.fresh("in_bounds")
-        self.line(f"{flag} = True")
-        self.line(loop)
-        self.depth += 1
-        self._lane_loop_body(mask_ops)
-        self.in_segment = True  # (a mask from an earlier segment is read at this lane)
-        self.line(f"{flag} = {flag} & {' & '.join(f'np.bool_({self.n(m)})' for m in masks)}")
-        self.in_segment = False
-        self.depth -= 1
-        for header, unmasked in ((f"if {flag}:", True), ("else:", False)):
-            self.line(header)
-            self.line(f"{self.indent_unit}{loop}")
-            self.depth += 2
-            self._lane_loop_body(ops, unmasked)
-            self.depth -= 2
-
-    def _position_masks(self, ops: list[Operation]
-                        ) -> tuple[list[Value], list[Operation]] | None:
-        """The masks of ``ops``' loads and stores and the ops among ``ops`` that compute
-        them, when those read no memory and reduce nothing; else (or with no mask) None."""
-        masks = [op.operands[1] for op in ops if op.op is Op.LOAD and len(op.operands) > 1]
-        masks += [op.operands[2] for op in ops if op.op is Op.STORE and len(op.operands) > 2]
-        if not masks:
-            return None
-        wanted, cone = {m.id for m in masks}, []
-        for op in reversed(ops):
-            if not any(r.id in wanted for r in op.results):
-                continue
-            if (op.op in (Op.LOAD, Op.STORE) or op.op in NOT_PURE or id(op) in self.across
-                    or op.regions):
-                return None
-            cone.append(op)
-            wanted.update(v.id for v in op.operands)
-        unique = list({m.id: m for m in masks}.values())
-        return unique, cone[::-1]
 
     def _tree_sum(self, op: Operation) -> None:
         """The lanes' sum as the tile form's ``rsum`` adds a row of ``width`` (a power of two):
