@@ -15,7 +15,7 @@ Example:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -89,14 +89,8 @@ class Backend(ABC):
         upload would wait for the work queued before it)."""
         if trace.active is not None:  # a replay would read this same number again
             trace.note("a number as a tensor", value=scalar.item())
-        key = (scalar.dtype.name, scalar.tobytes())
-        cache = self.__dict__.setdefault("_constants", {})
-        view = cache.get(key)
-        if view is None:
-            if len(cache) >= CONSTANT_CACHE_SIZE:
-                cache.clear()
-            view = cache[key] = self.constant_view(scalar)
-        return view
+        return self._kept("_constants", (scalar.dtype.name, scalar.tobytes()),
+                          lambda: self.constant_view(scalar))
 
     def number(self, value: int | float, dtype: DType) -> View:
         """``constant`` of the Python int or float ``value`` as ``dtype``, found by the number
@@ -112,12 +106,17 @@ class Backend(ABC):
             return self.constant(number_array(value, dtype))
         # by type and bits: 1 and 1.0, and 0.0 and -0.0, are different constants
         key = (dtype.name, type(value), value.hex() if type(value) is float else value)
-        cache = self.__dict__.setdefault("_numbers", {})
+        return self._kept("_numbers", key, lambda: self.constant(number_array(value, dtype)))
+
+    def _kept(self, table: str, key: Any, make: Callable[[], View]) -> View:
+        """The view kept under ``key`` in this backend's cache ``table``, made by ``make`` on a
+        miss (the table emptied when it holds ``CONSTANT_CACHE_SIZE``)."""
+        cache = self.__dict__.setdefault(table, {})
         view = cache.get(key)
         if view is None:
             if len(cache) >= CONSTANT_CACHE_SIZE:
                 cache.clear()
-            view = cache[key] = self.constant(number_array(value, dtype))
+            view = cache[key] = make()
         return view
 
     def constant_view(self, scalar: np.ndarray) -> View:

@@ -64,10 +64,13 @@ def chain_params(key: tuple[Any, ...]) -> list[str]:
             *(f"s{j}" for j in range(sum(codegen.scalar_count(step) for step in steps)))]
 
 
-def step_params(count: int) -> list[str]:
-    """A generated row kernel's comptime column step of each of ``count`` leaves
-    (``Layout.col_steps``), its last parameters."""
-    return [f"X{i}CS: cube.Comptime[int]" for i in range(count)]
+def layout_params(count: int) -> list[str]:
+    """A generated row kernel's last parameters, the comptimes of its ``Layout``
+    (``Layout.comptimes``): the row and column ranks, the tile, and each of ``count`` leaves'
+    column step."""
+    return ["ROW_RANK: cube.Comptime[int]", "COL_RANK: cube.Comptime[int]",
+            "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]",
+            *(f"X{i}CS: cube.Comptime[int]" for i in range(count))]
 
 
 def row_bases(count: int) -> list[str]:
@@ -97,9 +100,7 @@ def reduction_source(name: str, key: tuple[Any, ...]) -> str:
     params = [*chain_params(key), "rd1", "rd2", "rd3", "n_rows", "cd1", "cd2", "cd3", "n_cols",
               "chunk", *(["center"] if centered else []), "out", "ident", "divisor",
               "OP: cube.Comptime[str]", "POST: cube.Comptime[str]",
-              "AT: cube.Comptime[object]", "DT: cube.Comptime[object]",
-              "ROW_RANK: cube.Comptime[int]", "COL_RANK: cube.Comptime[int]",
-              "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]", *step_params(count)]
+              "AT: cube.Comptime[object]", "DT: cube.Comptime[object]", *layout_params(count)]
     lines = ["@cube.kernel", f"def {name}({', '.join(params)}):", *row_bases(count),
              "    begin = cube.cube_pos(1) * chunk",
              "    end = chunk_end(begin, chunk, n_cols)",
@@ -133,9 +134,12 @@ class Layout:
     col_steps: tuple[int, ...]
     how: reduce.Plan
 
-    def step_comptimes(self, count: int) -> dict[str, int]:
-        """The first ``count`` leaves' ``step_params`` as keyword arguments of a launch."""
-        return {f"X{i}CS": step for i, step in enumerate(self.col_steps[:count])}
+    def comptimes(self, count: int, rows: int, block: int) -> dict[str, int]:
+        """``layout_params`` as keyword arguments of a launch in tiles of ``rows`` x ``block``
+        reading ``count`` leaves."""
+        return {"ROW_RANK": self.rows.rank, "COL_RANK": self.cols.rank, "ROWS": rows,
+                "BLOCK": block,
+                **{f"X{i}CS": step for i, step in enumerate(self.col_steps[:count])}}
 
 
 @dataclass
@@ -214,9 +218,8 @@ def run(ctx: Context, value: Rows, op: str, post: str, compute: DType, out_dtype
         *cols.dim_args, cols.numel, how.chunk, *([] if center is None else [center.storage]),
         target.storage, scalar(identity(op, compute), compute),
         scalar(1.0 if split else divisor, compute), OP=op, POST="scale" if split else post,
-        AT=compute, DT=target.dtype, ROW_RANK=rows.rank, COL_RANK=cols.rank,
-        ROWS=how.tile_rows, BLOCK=how.block, target=ctx.target,
-        **layout.step_comptimes(len(traced.leaves)),
+        AT=compute, DT=target.dtype, target=ctx.target,
+        **layout.comptimes(len(traced.leaves), how.tile_rows, how.block),
         **launch_options(ctx, how.tile_rows * how.block))
     if split:
         reduce.reduce_partials(ctx, op, post, target, compute, out, center, divisor)

@@ -36,7 +36,7 @@ from kernels.rows import launch_options, pow2, rows_per_tile
 
 from . import codegen
 from .graph import Lazy
-from .reduction import Rows, chain_lines, chain_params, row_bases, step_params, value_rows
+from .reduction import Rows, chain_lines, chain_params, layout_params, row_bases, value_rows
 
 
 def softmax_source(name: str, key: tuple[Any, ...]) -> str:
@@ -46,9 +46,7 @@ def softmax_source(name: str, key: tuple[Any, ...]) -> str:
     count = len(leaf_dtypes)
     params = [*chain_params(key), "out", "or0", "or1", "or2", "or3", "rd1", "rd2", "rd3",
               "n_rows", "cd1", "cd2", "cd3", "n_cols", "LOG: cube.Comptime[bool]",
-              "CT: cube.Comptime[object]", "DT: cube.Comptime[object]",
-              "ROW_RANK: cube.Comptime[int]", "COL_RANK: cube.Comptime[int]",
-              "ROWS: cube.Comptime[int]", "BLOCK: cube.Comptime[int]", *step_params(count)]
+              "CT: cube.Comptime[object]", "DT: cube.Comptime[object]", *layout_params(count)]
     lines = ["@cube.kernel", f"def {name}({', '.join(params)}):", *row_bases(count),
              "    ob = element_offset(rows, ROW_RANK, rd1, rd2, rd3, or0, or1, or2, or3)",
              "    cols = cube.arange(0, BLOCK)",
@@ -107,7 +105,6 @@ def fused_softmax(ctx: Context, value: Rows, shape: tuple[int, ...], log: bool,
     kernel[(math.ceil(rows.numel / rows_each),)](
         *args, *traced.constants, *traced.scalars, out.storage, *rows.args(len(traced.leaves)),
         *rows.dim_args, rows.numel, *cols.dim_args, cols.numel, LOG=log, CT=compute,
-        DT=out_dtype, ROW_RANK=rows.rank, COL_RANK=cols.rank, ROWS=rows_each, BLOCK=block,
-        target=ctx.target, **layout.step_comptimes(len(traced.leaves)),
+        DT=out_dtype, target=ctx.target, **layout.comptimes(len(traced.leaves), rows_each, block),
         **launch_options(ctx, rows_each * block))
     return out

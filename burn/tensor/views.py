@@ -179,21 +179,12 @@ def squeeze(x: Tensor, axis: Any = None) -> Tensor:
 
 def broadcast_shapes(op: str, *shapes: Sequence[int]) -> tuple[int, ...]:
     """NumPy's broadcast of ``shapes``, or ``BurnError`` naming the op and the shapes."""
-    if all(s == shapes[0] for s in shapes[1:]):
-        return tuple(shapes[0])
-    if len(shapes) == 2:  # a binary op's, on every op with a bias or a number: kept quick
-        shape = _broadcast_pair(shapes[0], shapes[1])
-        if shape is not None:
-            return shape
-    ndim = max((len(s) for s in shapes), default=0)
-    result = []
-    for i in range(ndim):
-        sizes = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
-        if len(sizes) > 1:
-            raise BurnError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not "
-                            f"broadcast (axis {i - ndim}: sizes {sorted(sizes)})")
-        result.append(sizes.pop() if sizes else 1)
-    return tuple(result)
+    result: tuple[int, ...] | None = tuple(shapes[0])
+    for shape in shapes[1:]:  # pair by pair: every binary op with a bias or a number asks
+        result = _broadcast_pair(result, shape)
+        if result is None:
+            raise _mismatch(op, shapes)
+    return result
 
 
 def _broadcast_pair(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
@@ -210,6 +201,17 @@ def _broadcast_pair(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | Non
         else:
             return None
     return tuple(result)
+
+
+def _mismatch(op: str, shapes: Sequence[Sequence[int]]) -> BurnError:
+    """The error of ``shapes`` that do not broadcast, naming the first axis that fails."""
+    ndim = max(len(s) for s in shapes)
+    for i in range(ndim):
+        sizes = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
+        if len(sizes) > 1:
+            break
+    return BurnError(f"{op}: shapes {' and '.join(str(tuple(s)) for s in shapes)} do not "
+                     f"broadcast (axis {i - ndim}: sizes {sorted(sizes)})")
 
 
 def broadcast_view(x: Tensor, shape: tuple[int, ...]) -> View:
